@@ -32,7 +32,8 @@ def crba(model: RobotModel, kin: Kinematics, S: list[np.ndarray], I: list[np.nda
     for i, joint in enumerate(model.joints):
         rows = slice(joint.idx_v, joint.idx_v + joint.nv)
         F = Ic[i] @ S[i]
-        M[:, rows, rows] = S[i].T @ F
+        diagonal = S[i].T @ F
+        M[:, rows, rows] = 0.5 * (diagonal + np.swapaxes(diagonal, -1, -2))
         j = i
         while model.joints[j].parent >= 0:
             F = np.swapaxes(kin.Xup[j], -1, -2) @ F
