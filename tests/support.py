@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
 from grid_codegen.model import JointType, RobotModel
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,11 +13,11 @@ import numpy as np
 from grid_codegen.model import Frame, RobotModel
 from grid_rbd.reference import aba as _aba
 from grid_rbd.reference import centroidal, kinematics, spatial
+from grid_rbd.reference import crba as _crba
+from grid_rbd.reference import rnea as _rnea
 from grid_rbd.reference.api_centroidal import CentroidalMixin
 from grid_rbd.reference.api_derivatives import DerivativesMixin
 from grid_rbd.reference.api_kinematics import KinematicsMixin
-from grid_rbd.reference import crba as _crba
-from grid_rbd.reference import rnea as _rnea
 
 GRAVITY = -9.81
 
