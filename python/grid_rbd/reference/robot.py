@@ -61,7 +61,8 @@ class ReferenceRobot(DerivativesMixin, KinematicsMixin, CentroidalMixin):
     # -- dynamics --------------------------------------------------------------------
     def inverse_dynamics(self, q, qd, qdd=None, f_ext=None, gravity=GRAVITY) -> np.ndarray:
         """`(B, nv)`: `tau = M qdd + C qd + g - J^T f_ext`; `qdd=None` gives the bias."""
-        q, qd = self._q(q), self._v(qd, "qd", len(q))
+        q = self._q(q)
+        qd = self._v(qd, "qd", len(q))
         qdd = np.zeros_like(qd) if qdd is None else self._v(qdd, "qdd", len(q))
         kin = kinematics.forward_pass(self.model, q)
         return _rnea.rnea(self.model, kin, self._S, self._I, qd, qdd,
