@@ -1,0 +1,30 @@
+"""Entry point of every grid_py_test: run pytest on the files given in argv.
+
+Bazel runs this from the runfiles root with the test files' runfiles paths
+first in argv, then the target's extra args. A run that selects no test is a
+failure: a filter (-k) or a rename that silently selects nothing must not pass.
+"""
+
+import os
+import sys
+
+import pytest
+
+_NO_TESTS_COLLECTED = 5
+
+
+def main(argv: list[str]) -> int:
+    args = [*argv, "-p", "no:cacheprovider"]
+    # Bazel asks for a JUnit XML report here; it then shows per-case results.
+    xml = os.environ.get("XML_OUTPUT_FILE")
+    if xml:
+        args.append(f"--junitxml={xml}")
+    code = int(pytest.main(args))
+    if code == _NO_TESTS_COLLECTED:
+        print(f"grid-rbd: pytest selected no test ({argv}); failing.", file=sys.stderr)
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
