@@ -104,3 +104,35 @@ def assert_scaled_close(actual: np.ndarray, expected: np.ndarray, tol: float,
                         what: str) -> None:
     err = scaled_error(actual, expected)
     assert err <= tol, f"{what}: scale-aware relative error {err:.3e} exceeds {tol:.0e}"
+
+
+@dataclass(frozen=True)
+class PinocchioCase:
+    """One robot's reference oracle beside its Pinocchio model, with random states."""
+
+    ref: object  # grid_rbd.reference.ReferenceRobot
+    pm: object  # pinocchio.Model
+    pd: object  # pinocchio.Data
+    states: States
+
+    def __iter__(self):
+        return iter((self.ref, self.pm, self.pd, self.states))
+
+
+def pinocchio_case(name: str, batch: int, seed: int) -> PinocchioCase:
+    import grid_rbd.reference as reference
+    robot = ROBOTS[name]
+    ref = reference.load(robot.path, floating_base=robot.floating_base)
+    pm = pinocchio_model(robot)
+    return PinocchioCase(ref, pm, pm.createData(), random_states(ref.model, batch, seed=seed))
+
+
+def pinocchio_forces(f_ext_row: np.ndarray, nb: int) -> list:
+    """One row of our `f_ext` as Pinocchio's per-joint force list (the universe first)."""
+    import pinocchio as pin
+    return [pin.Force.Zero()] + [pin.Force(f_ext_row[6 * i:6 * i + 6]) for i in range(nb)]
+
+
+def symmetric_from_upper(upper: np.ndarray) -> np.ndarray:
+    """Pinocchio fills only the upper triangle of M and Minv."""
+    return np.triu(upper) + np.triu(upper, 1).T

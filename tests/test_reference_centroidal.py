@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
-from support import ROBOTS, assert_scaled_close, pinocchio_model, random_states
-
-import grid_rbd.reference as reference
+from support import (
+    ROBOTS,
+    assert_scaled_close,
+    pinocchio_case,
+)
 
 TOL = 1e-8
 FD_TOL = 1e-5
@@ -19,10 +21,7 @@ DCCRBA_BATCH = 3
 
 @pytest.fixture(scope="module", params=sorted(ROBOTS), ids=sorted(ROBOTS))
 def case(request):
-    robot = ROBOTS[request.param]
-    ref = reference.load(robot.path, floating_base=robot.floating_base)
-    pm = pinocchio_model(robot)
-    return ref, pm, pm.createData(), random_states(ref.model, BATCH, seed=3 + len(robot.name))
+    return pinocchio_case(request.param, BATCH, seed=3 + len(request.param))
 
 
 def _per_item(fn, *arrays) -> np.ndarray:

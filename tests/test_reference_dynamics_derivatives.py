@@ -13,12 +13,12 @@ import pytest
 from support import (
     ROBOTS,
     assert_scaled_close,
-    pinocchio_model,
-    random_states,
+    pinocchio_case,
+    pinocchio_forces,
     scaled_error,
+    symmetric_from_upper,
 )
 
-import grid_rbd.reference as reference
 from grid_rbd.reference.configuration import integrate
 
 TOL = 1e-8
@@ -28,10 +28,7 @@ BATCH = 8
 
 @pytest.fixture(scope="module", params=sorted(ROBOTS), ids=sorted(ROBOTS))
 def case(request):
-    robot = ROBOTS[request.param]
-    ref = reference.load(robot.path, floating_base=robot.floating_base)
-    pm = pinocchio_model(robot)
-    return ref, pm, pm.createData(), random_states(ref.model, BATCH, seed=7 + len(robot.name))
+    return pinocchio_case(request.param, BATCH, seed=7 + len(request.param))
 
 
 def _second_order_states(ref) -> int:
@@ -39,22 +36,13 @@ def _second_order_states(ref) -> int:
     return 2 if ref.nv > 30 else 4
 
 
-def _forces(f_ext_row: np.ndarray, nb: int) -> list:
-    # Pinocchio takes one force per joint, the universe first.
-    return [pin.Force.Zero()] + [pin.Force(f_ext_row[6 * i:6 * i + 6]) for i in range(nb)]
-
-
-def _symmetric(upper: np.ndarray) -> np.ndarray:
-    return np.triu(upper) + np.triu(upper, 1).T
-
-
 def _pin_rnea_first_order(pm, pd, q, v, a, f_ext_row=None, nb=0):
     """`(dtau_dq, dtau_dv, M)` of one state, from Pinocchio (copies: `pd` is reused)."""
     if f_ext_row is None:
         out = pin.computeRNEADerivatives(pm, pd, q, v, a)
     else:
-        out = pin.computeRNEADerivatives(pm, pd, q, v, a, _forces(f_ext_row, nb))
-    return out[0].copy(), out[1].copy(), _symmetric(out[2])
+        out = pin.computeRNEADerivatives(pm, pd, q, v, a, pinocchio_forces(f_ext_row, nb))
+    return out[0].copy(), out[1].copy(), symmetric_from_upper(out[2])
 
 
 def _pin_rnea_second_order(pm, pd, q, v, a, f_ext_row=None, nb=0):
@@ -133,7 +121,7 @@ def test_forward_dynamics_gradient(case, with_fext):
     theirs = []
     for b in range(BATCH):
         args = (pm, pd, s.q[b], s.qd[b], s.u[b])
-        out = pin.computeABADerivatives(*args, _forces(s.f_ext[b], ref.nb)) if with_fext \
+        out = pin.computeABADerivatives(*args, pinocchio_forces(s.f_ext[b], ref.nb)) if with_fext \
             else pin.computeABADerivatives(*args)
         theirs.append(np.concatenate([out[0], out[1]], axis=1))
     assert_scaled_close(ours, np.stack(theirs), TOL, "forward_dynamics_gradient")

@@ -7,7 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
-from support import ROBOTS, assert_scaled_close, pinocchio_model, random_states, scaled_error
+from support import (
+    ROBOTS,
+    assert_scaled_close,
+    pinocchio_case,
+    pinocchio_model,
+    random_states,
+    scaled_error,
+)
 
 import grid_rbd.reference as reference
 from grid_rbd.reference.pose_derivatives import rpy_rate_inverse
@@ -22,10 +29,7 @@ REFERENCE_FRAMES = {"LOCAL": pin.LOCAL, "WORLD": pin.WORLD,
 
 @pytest.fixture(scope="module", params=sorted(ROBOTS), ids=sorted(ROBOTS))
 def case(request):
-    robot = ROBOTS[request.param]
-    ref = reference.load(robot.path, floating_base=robot.floating_base)
-    pm = pinocchio_model(robot)
-    return ref, pm, pm.createData(), random_states(ref.model, BATCH, seed=7 + len(robot.name))
+    return pinocchio_case(request.param, BATCH, seed=7 + len(request.param))
 
 
 def _frames(ref, pm) -> list[tuple[str | int, int]]:

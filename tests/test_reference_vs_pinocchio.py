@@ -5,9 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
-from support import ROBOTS, assert_scaled_close, pinocchio_model, random_states
-
-import grid_rbd.reference as reference
+from support import (
+    ROBOTS,
+    assert_scaled_close,
+    pinocchio_case,
+    pinocchio_forces,
+    symmetric_from_upper,
+)
 
 TOL = 1e-9
 BATCH = 24
@@ -15,19 +19,7 @@ BATCH = 24
 
 @pytest.fixture(scope="module", params=sorted(ROBOTS), ids=sorted(ROBOTS))
 def case(request):
-    robot = ROBOTS[request.param]
-    ref = reference.load(robot.path, floating_base=robot.floating_base)
-    pm = pinocchio_model(robot)
-    return ref, pm, pm.createData(), random_states(ref.model, BATCH, seed=len(robot.name))
-
-
-def _forces(f_ext_row: np.ndarray, nb: int) -> list:
-    # Pinocchio takes one force per joint, the universe first.
-    return [pin.Force.Zero()] + [pin.Force(f_ext_row[6 * i:6 * i + 6]) for i in range(nb)]
-
-
-def _symmetric(upper: np.ndarray) -> np.ndarray:
-    return np.triu(upper) + np.triu(upper, 1).T
+    return pinocchio_case(request.param, BATCH, seed=len(request.param))
 
 
 def test_dimensions_and_joint_order(case):
@@ -48,7 +40,7 @@ def test_inverse_dynamics(case, with_qdd, with_fext):
     f_ext = s.f_ext if with_fext else None
     ours = ref.inverse_dynamics(s.q, s.qd, qdd if with_qdd else None, f_ext)
     theirs = np.stack([
-        pin.rnea(pm, pd, s.q[b], s.qd[b], qdd[b], _forces(s.f_ext[b], ref.nb))
+        pin.rnea(pm, pd, s.q[b], s.qd[b], qdd[b], pinocchio_forces(s.f_ext[b], ref.nb))
         if with_fext else pin.rnea(pm, pd, s.q[b], s.qd[b], qdd[b])
         for b in range(BATCH)])
     assert_scaled_close(ours, theirs, TOL, "inverse_dynamics")
@@ -70,8 +62,8 @@ def test_mass_matrix_and_inverse(case):
     ref, pm, pd, s = case
     M = ref.crba(s.q)
     Minv = ref.minv(s.q)
-    theirs_M = np.stack([_symmetric(pin.crba(pm, pd, s.q[b])) for b in range(BATCH)])
-    theirs_Minv = np.stack([_symmetric(pin.computeMinverse(pm, pd, s.q[b]))
+    theirs_M = np.stack([symmetric_from_upper(pin.crba(pm, pd, s.q[b])) for b in range(BATCH)])
+    theirs_Minv = np.stack([symmetric_from_upper(pin.computeMinverse(pm, pd, s.q[b]))
                             for b in range(BATCH)])
     assert_scaled_close(M, theirs_M, TOL, "crba")
     np.testing.assert_array_equal(M, np.swapaxes(M, 1, 2))
@@ -82,8 +74,8 @@ def test_mass_matrix_and_inverse(case):
 def test_forward_dynamics(case, method):
     ref, pm, pd, s = case
     ours = getattr(ref, method)(s.q, s.qd, s.u, s.f_ext)
-    theirs = np.stack([pin.aba(pm, pd, s.q[b], s.qd[b], s.u[b], _forces(s.f_ext[b], ref.nb))
-                       for b in range(BATCH)])
+    theirs = np.stack([pin.aba(pm, pd, s.q[b], s.qd[b], s.u[b],
+                               pinocchio_forces(s.f_ext[b], ref.nb)) for b in range(BATCH)])
     assert_scaled_close(ours, theirs, TOL, method)
     ours_free = getattr(ref, method)(s.q, s.qd, s.u)
     theirs_free = np.stack([pin.aba(pm, pd, s.q[b], s.qd[b], s.u[b]) for b in range(BATCH)])
