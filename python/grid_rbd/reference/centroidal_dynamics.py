@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from grid_codegen.model import RobotModel
-from grid_rbd.reference import world
+from grid_rbd.reference import spatial, world
 from grid_rbd.reference.kinematics import Kinematics
 
 
@@ -61,7 +61,7 @@ def centroidal_map_derivative(model: RobotModel, kin: Kinematics, oS: np.ndarray
     oI, Ic_dof, F = _composite_columns(model, kin, oS, I)
     xi = np.swapaxes(oS, 1, 2)  # (B, nv, 6)
     # above[:, b, a] = xi_a ×* F_b
-    above = world.force_cross(xi[:, None, :, :], np.swapaxes(F, 1, 2)[:, :, None, :])
+    above = spatial.cross_force(xi[:, None, :, :], np.swapaxes(F, 1, 2)[:, :, None, :])
     # below[:, b, a] = (crf(xi_a) Ic_a - Ic_a crm(xi_a)) oS_b, Ic_a of dof a's joint
     D = world.inertia_rate(Ic_dof, xi)  # (B, nv_a, 6, 6)
     below = np.einsum("baij,bjc->bcai", D, oS)

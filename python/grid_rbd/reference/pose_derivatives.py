@@ -90,7 +90,7 @@ def _pose_derivatives(model: RobotModel, kin: Kinematics, oS: np.ndarray, frame:
         return grad, None
     # dxi[:, a, b] = d xi_a / d eps_b.
     W = twist_variation_weights(model)
-    dxi = W[None, :, :, None] * world.motion_cross(xi[:, None, :, :], xi[:, :, None, :])
+    dxi = W[None, :, :, None] * spatial.cross_motion(xi[:, None, :, :], xi[:, :, None, :])
     dv, dw = dxi[..., :3], dxi[..., 3:]
     d2p = dv + np.cross(dw, p[:, None, None, :]) + np.cross(w[:, :, None, :], dp[:, None, :, :])
     dE_w = (np.einsum("bij,baj->bai", dEinv_dpitch, w)[:, :, None, :]

@@ -94,3 +94,23 @@ def apply(X: np.ndarray, x: np.ndarray) -> np.ndarray:
 def apply_transposed(X: np.ndarray, x: np.ndarray) -> np.ndarray:
     """`X^T @ x` for batched operators `(B, m, n)` and vectors `(B, m)`."""
     return np.einsum("bji,bj->bi", X, x)
+
+
+def cross_motion(m: np.ndarray, x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """`m x x` for motion vectors along `axis` (broadcast elsewhere):
+    `[w x x_lin + v x x_ang; w x x_ang]` with `m = [v; w]`."""
+    m, x = np.moveaxis(m, axis, -1), np.moveaxis(x, axis, -1)
+    v, w = m[..., :3], m[..., 3:]
+    out = np.concatenate([np.cross(w, x[..., :3]) + np.cross(v, x[..., 3:]),
+                          np.cross(w, x[..., 3:])], axis=-1)
+    return np.moveaxis(out, -1, axis)
+
+
+def cross_force(m: np.ndarray, f: np.ndarray, axis: int = -1) -> np.ndarray:
+    """`m x* f` for a motion `m = [v; w]` and a force `f` along `axis`:
+    `[w x f_lin; w x f_ang + v x f_lin]`."""
+    m, f = np.moveaxis(m, axis, -1), np.moveaxis(f, axis, -1)
+    v, w = m[..., :3], m[..., 3:]
+    out = np.concatenate([np.cross(w, f[..., :3]),
+                          np.cross(w, f[..., 3:]) + np.cross(v, f[..., :3])], axis=-1)
+    return np.moveaxis(out, -1, axis)

@@ -44,22 +44,6 @@ def support(model: RobotModel, body: int) -> np.ndarray:
     return out
 
 
-def motion_cross(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """`x × y` for motion vectors on the last axis (broadcast):
-    `[w_x × u_y + u_x × w_y; w_x × w_y]`."""
-    ux, wx = x[..., :3], x[..., 3:]
-    uy, wy = y[..., :3], y[..., 3:]
-    return np.concatenate([np.cross(wx, uy) + np.cross(ux, wy), np.cross(wx, wy)], axis=-1)
-
-
-def force_cross(x: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """`x ×* f` for a motion `x` and a force `f` on the last axis (broadcast):
-    `[w × f_lin; w × f_ang + u × f_lin]`."""
-    u, w = x[..., :3], x[..., 3:]
-    fl, fa = f[..., :3], f[..., 3:]
-    return np.concatenate([np.cross(w, fl), np.cross(w, fa) + np.cross(u, fl)], axis=-1)
-
-
 def body_twists(model: RobotModel, oS: np.ndarray, qd: np.ndarray) -> np.ndarray:
     """`(B, nb, 6)`: each body's world twist `ov_k = sum_{j in anc(k)} oS_j qd_j`."""
     ov = np.zeros((qd.shape[0], model.nb, 6))
@@ -75,7 +59,7 @@ def motion_subspace_rate(model: RobotModel, oS: np.ndarray, ov: np.ndarray) -> n
     """`(B, 6, nv)`: `d/dt oS`; a joint's axes ride on its own body, so column a moves as
     `ov_{joint(a)} × oS_a` (Pinocchio's `dJ`)."""
     twist_of_dof = ov[:, dof_joints(model), :]
-    return np.swapaxes(motion_cross(twist_of_dof, np.swapaxes(oS, 1, 2)), 1, 2)
+    return np.swapaxes(spatial.cross_motion(twist_of_dof, np.swapaxes(oS, 1, 2)), 1, 2)
 
 
 def world_inertias(model: RobotModel, kin: Kinematics, I: list[np.ndarray]
