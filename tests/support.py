@@ -3,6 +3,7 @@ scale-aware comparisons."""
 
 from __future__ import annotations
 
+import os
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def example_robot_data_dir() -> Path:
-    """Where the `example-robot-data` wheel installs its robots (a cmeel prefix)."""
+    """Where the `example-robot-data` wheel installs its robots (a cmeel prefix), or
+    `$GRID_RBD_ROBOT_DATA` (a copy of its `robots/` folder, e.g. on the GPU machine)."""
+    override = os.environ.get("GRID_RBD_ROBOT_DATA")
+    if override:
+        return Path(override)
     for key in ("purelib", "platlib"):
         root = Path(sysconfig.get_paths()[key]) / "cmeel.prefix/share/example-robot-data/robots"
         if root.is_dir():

@@ -1,0 +1,176 @@
+"""First-order dynamics gradients: `inverse_dynamics_gradient` and
+`forward_dynamics_gradient`, both `(nv, 2 nv)` per item, `[d/dq | d/dqd]`.
+
+The chain rule is carried through RNEA along one direction `z_c` per thread (column c of
+`(q, qd)`; q directions in the local chart, so a free flyer moves by `exp` of its local
+twist). Only joint i's own coordinates move `X_i`, as `dX_i/dq_k = -crm(S_ik) X_i`:
+  `dv_i = X_i dv_p + (X_i v_p) x S_ik [c = q_k] + S_ik [c = qd_k]`
+  `da_i = X_i da_p + (X_i a_p) x S_ik [c = q_k] + dv_i x vJ_i + v_i x S_ik [c = qd_k]`
+  `df_i = I_i da_i + dv_i x* (I_i v_i) + v_i x* (I_i dv_i)`
+  `dtau_i = S_i^T dF_i`, `dF_p += X_i^T (dF_i + S_ik x* F_i [c = q_k])`
+with `F_i` the force transmitted by joint i (RNEA's backward pass). Each column is
+independent: threads run across columns with the per-body derivatives in thread-local
+arrays. The forward-dynamics gradient is `-M^-1 dID` at `qdd = FD(q, qd, u)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from grid_codegen.emit.algorithm import AlgorithmSpec, EmitContext, Port, emit_load
+from grid_codegen.emit.crba import add_crba_buffers, add_kinematic_buffers, emit_crba_passes
+from grid_codegen.emit.joints import emit_subspace_add, subspace_transpose_times
+from grid_codegen.emit.kinematics import emit_joint_transforms
+from grid_codegen.emit.layout import Layout
+from grid_codegen.emit.minv import emit_gauss_jordan_inverse
+from grid_codegen.emit.rnea import add_rnea_buffers, emit_rnea_passes
+from grid_codegen.emit.writer import Writer
+from grid_codegen.model import Joint, JointType
+
+
+def _emit_direction_column(w: Writer, joint: Joint, offset: str) -> None:
+    """`T s[6]`: the column of S_i that direction `c` (at `c - offset`) selects."""
+    if joint.type is JointType.FREE_FLYER:
+        w.line("T s[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};")
+        w.line(f"s[c - {offset}] = T(1);")
+    else:
+        w.line("T s[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};")
+        emit_subspace_add(w, joint, lambda d: "T(1)", "s")
+
+
+def emit_rnea_gradient_columns(ctx: EmitContext, w: Writer, L: Layout,
+                               dtau: Callable[[int], str]) -> None:
+    """After RNEA (`X`, `qd`, `v`, `a`, transmitted forces in `f`): every column
+    `c < 2 nv` of `dtau/d(q, qd)`; `dtau(r)` is the lvalue of row r in column `c`."""
+    model = ctx.model
+    nb, nv = model.nb, model.nv
+    if any(j.parent >= i for i, j in enumerate(model.joints)):
+        raise ValueError("bodies must be numbered parents first")
+    X, v, a, f, qd = L["X"], L["v"], L["a"], L["f"], L["qd"]
+    with ctx.strategy.parallel(w, "c", 2 * nv):
+        w.line(f"T dv[{6 * nb}], da[{6 * nb}], dF[{6 * nb}];")
+        for i, joint in enumerate(model.joints):
+            lo, hi = joint.idx_v, joint.idx_v + joint.nv
+            with w.block():
+                w.comment(f"forward, body {i}: joint '{joint.name}'")
+                ctx.emit_inertia(w, i)
+                w.line(f"T* dvi = dv + {6 * i};")
+                w.line(f"T* dai = da + {6 * i};")
+                w.line("T Xv[6], Xa[6];")
+                if joint.parent >= 0:
+                    p = joint.parent
+                    w.line(f"motion_to_child({X.at(i)}, dv + {6 * p}, dvi);")
+                    w.line(f"motion_to_child({X.at(i)}, da + {6 * p}, dai);")
+                    w.line(f"motion_to_child({X.at(i)}, {v.at(p)}, Xv);")
+                    w.line(f"motion_to_child({X.at(i)}, {a.at(p)}, Xa);")
+                else:
+                    w.line("const T a_root[6] = {T(0), T(0), -args.gravity, T(0), T(0), T(0)};")
+                    w.line("for (int k = 0; k < 6; ++k) dvi[k] = dai[k] = Xv[k] = T(0);")
+                    w.line(f"motion_to_child({X.at(i)}, a_root, Xa);")
+                with w.block(f"if (c >= {lo} && c < {hi})"):
+                    _emit_direction_column(w, joint, str(lo))
+                    w.line("motion_cross_add(Xv, s, dvi);")
+                    w.line("motion_cross_add(Xa, s, dai);")
+                with w.block(f"if (c >= {nv + lo} && c < {nv + hi})"):
+                    _emit_direction_column(w, joint, str(nv + lo))
+                    w.line("for (int k = 0; k < 6; ++k) dvi[k] += s[k];")
+                    w.line(f"motion_cross_add({v.at(i)}, s, dai);")
+                w.line("T vj[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};")
+                emit_subspace_add(w, joint, lambda d, j=joint: qd[j.idx_v + d], "vj")
+                w.line("motion_cross_add(dvi, vj, dai);  // dv_i complete: qd column added")
+                w.line(f"T* dFi = dF + {6 * i};")
+                w.line("T h[6], Idv[6];")
+                w.line(f"inertia_apply(I, {v.at(i)}, h);")
+                w.line("inertia_apply(I, dvi, Idv);")
+                w.line("inertia_apply(I, dai, dFi);")
+                w.line("force_cross_add(dvi, h, dFi);")
+                w.line(f"force_cross_add({v.at(i)}, Idv, dFi);")
+        for i in reversed(range(nb)):
+            joint = model.joints[i]
+            lo, hi = joint.idx_v, joint.idx_v + joint.nv
+            with w.block():
+                w.comment(f"backward, body {i}")
+                w.line(f"T* dFi = dF + {6 * i};")
+                for d in range(joint.nv):
+                    w.line(f"{dtau(lo + d)} = {subspace_transpose_times(joint, d, 'dFi')};")
+                if joint.parent >= 0:
+                    w.line("T g[6], t[6];")
+                    w.line("for (int k = 0; k < 6; ++k) g[k] = dFi[k];")
+                    with w.block(f"if (c >= {lo} && c < {hi})"):
+                        _emit_direction_column(w, joint, str(lo))
+                        w.line(f"force_cross_add(s, {f.at(i)}, g);")
+                    w.line(f"force_to_parent({X.at(i)}, g, t);")
+                    w.line(f"for (int k = 0; k < 6; ++k) dF[{6 * joint.parent} + k] += t[k];")
+    ctx.strategy.barrier(w)
+
+
+def _rnea_layout(ctx: EmitContext, name: str, control: str) -> Layout:
+    model = ctx.model
+    L = Layout(name)
+    add_kinematic_buffers(ctx, L)
+    L.add("qd", model.nv, doc="velocity")
+    L.add(control, model.nv, doc="acceleration" if control == "qdd" else "joint torques")
+    add_rnea_buffers(ctx, L)
+    return L
+
+
+def inverse_dynamics_gradient(ctx: EmitContext) -> AlgorithmSpec:
+    model = ctx.model
+    nv, n2 = model.nv, 2 * model.nv
+    L = _rnea_layout(ctx, "inverse_dynamics_gradient", "qdd")
+    L.add("tau", nv, doc="inverse dynamics (by-product)")
+    ports = (Port("q", model.nq), Port("qd", nv), Port("qdd", nv, False),
+             Port("f_ext", 6 * model.nb, False))
+
+    def body(w: Writer) -> None:
+        emit_load(ctx, w, [(L["q"], ports[0]), (L["qd"], ports[1]), (L["qdd"], ports[2])])
+        emit_joint_transforms(ctx, w, L["q"], L["X"])
+        emit_rnea_passes(ctx, w, L, True, "in_f_ext", lambda k: L["tau"][k])
+        emit_rnea_gradient_columns(ctx, w, L, lambda r: f"out[{r * n2} + c]")
+
+    return AlgorithmSpec(
+        name="inverse_dynamics_gradient",
+        doc=f"[dtau/dq | dtau/dqd] (local chart): out ({nv} x {n2}), row-major.",
+        inputs=ports, output_shape=(nv, n2), uses_gravity=True, layout=L, emit_body=body)
+
+
+def forward_dynamics_gradient(ctx: EmitContext) -> AlgorithmSpec:
+    model = ctx.model
+    nv, n2 = model.nv, 2 * model.nv
+    L = _rnea_layout(ctx, "forward_dynamics_gradient", "u")
+    add_crba_buffers(ctx, L)
+    c, qdd = L.add("c", nv, doc="bias forces, then ID at qdd"), L.add("qdd", nv, doc="FD")
+    M = L.add("M", nv, nv, doc="mass matrix, inverted in place")
+    col = L.add("col", nv, doc="pivot column of the elimination")
+    dID = L.add("dID", n2, nv, doc="dtau/d(q, qd) at qdd = FD, row-major")
+    ports = (Port("q", model.nq), Port("qd", nv), Port("u", nv),
+             Port("f_ext", 6 * model.nb, False))
+
+    def body(w: Writer) -> None:
+        s = ctx.strategy
+        emit_load(ctx, w, [(L["q"], ports[0]), (L["qd"], ports[1]), (L["u"], ports[2])])
+        emit_joint_transforms(ctx, w, L["q"], L["X"])
+        emit_rnea_passes(ctx, w, L, False, "in_f_ext", lambda k: c[k])
+        emit_crba_passes(ctx, w, L, M, nv)
+        emit_gauss_jordan_inverse(ctx, w, M, nv, col)
+        with s.parallel(w, "i", nv):
+            w.line("T acc = T(0);")
+            w.line(f"for (int j = 0; j < {nv}; ++j) "
+                   f"acc += {M[f'i * {nv} + j']} * ({L['u']['j']} - {c['j']});")
+            w.line(f"{qdd['i']} = acc;")
+        s.barrier(w)
+        emit_rnea_passes(ctx, w, L, True, "in_f_ext", lambda k: c[k])
+        emit_rnea_gradient_columns(ctx, w, L, lambda r: dID[f"{r * n2} + c"])
+        with s.parallel(w, "e", nv * n2):
+            w.line(f"const int i = e / {n2};")
+            w.line(f"const int j = e % {n2};")
+            w.line("T acc = T(0);")
+            w.line(f"for (int k = 0; k < {nv}; ++k) "
+                   f"acc -= {M[f'i * {nv} + k']} * {dID[f'k * {n2} + j']};")
+            w.line("out[e] = acc;")
+        s.barrier(w)
+
+    return AlgorithmSpec(
+        name="forward_dynamics_gradient",
+        doc=f"[dqdd/dq | dqdd/dqd] = -M^-1 dID at qdd = FD: out ({nv} x {n2}), row-major.",
+        inputs=ports, output_shape=(nv, n2), uses_gravity=True, layout=L, emit_body=body)

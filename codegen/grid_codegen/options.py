@@ -1,0 +1,102 @@
+"""`CodegenOptions`: every knob that shapes the generated source, frozen and canonical.
+
+The canonical JSON of the options is part of every cache key (DESIGN.md §5), so it must
+not depend on argument order or container type: keys are sorted, tuples are lists, and
+`algorithms` is normalised to the registry order (the order that fixes algorithm ids in
+the artifact's descriptor).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+# The algorithms the emitters can build, in descriptor (id) order.
+ALGORITHMS: tuple[str, ...] = (
+    "inverse_dynamics",
+    "crba",
+    "minv",
+    "forward_dynamics",
+    "aba",
+    "end_effector_pose",
+    "end_effector_pose_gradient",
+    "inverse_dynamics_gradient",
+    "forward_dynamics_gradient",
+)
+
+DTYPES = ("float32", "float64")
+STRATEGIES = ("block", "thread")
+
+
+@dataclass(frozen=True)
+class CodegenOptions:
+    """What to generate for one robot.
+
+    dtype: scalar type of the artifact, "float32" (default) or "float64".
+    max_batch_size: the largest batch `launch` accepts; larger batches are refused.
+    algorithms: which kernels to emit (any order in, registry order kept).
+    ee_joint_names: fixed (or moving) joints whose frames are the end effectors; empty
+        means the leaf bodies' frames (`RobotModel.end_effector_frames`). Order is kept.
+    runtime_inertia: the dynamics read each body's 10 inertial parameters from the
+        per-context table instead of baked constants.
+    gpu_arch: CUDA architectures the artifact is compiled for ("sm_90", ...).
+    strategy: how one batch item maps to GPU threads: "block" (one item per block,
+        threads across bodies of a tree level and across matrix entries) or "thread"
+        (one item per thread, serial straight-line code).
+    """
+
+    dtype: str = "float32"
+    max_batch_size: int = 65536
+    algorithms: tuple[str, ...] = ALGORITHMS
+    ee_joint_names: tuple[str, ...] = ()
+    runtime_inertia: bool = False
+    gpu_arch: tuple[str, ...] = ("sm_90",)
+    strategy: str = "block"
+    _version: int = field(default=1, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+        if not isinstance(self.max_batch_size, int) or not 1 <= self.max_batch_size < 2**31:
+            raise ValueError(f"max_batch_size must be an int in [1, 2^31), got "
+                             f"{self.max_batch_size!r}")
+        algorithms = (self.algorithms,) if isinstance(self.algorithms, str) else self.algorithms
+        unknown = sorted(set(algorithms) - set(ALGORITHMS))
+        if unknown:
+            raise ValueError(f"unknown algorithms {unknown}; the generator builds "
+                             f"{', '.join(ALGORITHMS)}")
+        if not algorithms:
+            raise ValueError("algorithms must name at least one algorithm")
+        object.__setattr__(self, "algorithms",
+                           tuple(a for a in ALGORITHMS if a in set(algorithms)))
+        names = ((self.ee_joint_names,) if isinstance(self.ee_joint_names, str)
+                 else tuple(self.ee_joint_names or ()))
+        object.__setattr__(self, "ee_joint_names", tuple(str(n) for n in names))
+        archs = (self.gpu_arch,) if isinstance(self.gpu_arch, str) else tuple(self.gpu_arch)
+        for arch in archs:
+            if not (isinstance(arch, str) and arch.startswith("sm_") and arch[3:].isdigit()):
+                raise ValueError(f"gpu_arch entries look like 'sm_90', got {arch!r}")
+        if not archs:
+            raise ValueError("gpu_arch must name at least one architecture")
+        object.__setattr__(self, "gpu_arch", tuple(sorted(set(archs), key=_arch_number)))
+        object.__setattr__(self, "runtime_inertia", bool(self.runtime_inertia))
+
+    @property
+    def scalar(self) -> str:
+        """The C++ scalar type: `float` or `double`."""
+        return "float" if self.dtype == "float32" else "double"
+
+    def to_dict(self) -> dict[str, object]:
+        out = asdict(self)
+        out["version"] = out.pop("_version")
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+    def canonical_json(self) -> str:
+        """Sorted, whitespace-free JSON: equal options give equal bytes."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def _arch_number(arch: str) -> int:
+    return int(arch[3:])

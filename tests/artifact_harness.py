@@ -1,0 +1,358 @@
+"""Load a built grid-rbd artifact through its C descriptor and call it from tests.
+
+`Artifact(path)` reads `grid_get_descriptor()`; `artifact.state()` creates a per-context
+state; `state.call(name, *inputs)` launches an algorithm on numpy arrays (CPU build,
+host pointers) or on CUDA torch tensors (GPU build: device pointers, the current torch
+stream). `build_cached(...)` generates and compiles one artifact per configuration per
+test session, so every test module shares it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from support import ROBOTS
+
+from grid_codegen import parse_urdf
+from grid_codegen.compile import ARTIFACT, compile_artifact
+from grid_codegen.generate import generate
+from grid_codegen.model import RobotModel
+from grid_codegen.options import CodegenOptions
+
+MAX_INPUTS = 4
+ABI_VERSION = 1
+GRAVITY = -9.81
+
+
+class GridAlgorithm(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p), ("id", ctypes.c_int32), ("num_inputs", ctypes.c_int32),
+        ("input_names", ctypes.c_char_p * MAX_INPUTS),
+        ("input_widths", ctypes.c_int32 * MAX_INPUTS),
+        ("input_required", ctypes.c_int32 * MAX_INPUTS),
+        ("num_outputs", ctypes.c_int32), ("output_rank", ctypes.c_int32),
+        ("output_shape", ctypes.c_int32 * 2), ("uses_gravity", ctypes.c_int32),
+        ("threads_per_block", ctypes.c_int32), ("shared_bytes", ctypes.c_int64),
+    ]
+
+
+class GridDeviceInfo(ctypes.Structure):
+    _fields_ = [
+        ("is_gpu", ctypes.c_int32), ("device", ctypes.c_int32), ("cc_major", ctypes.c_int32),
+        ("cc_minor", ctypes.c_int32), ("multiprocessors", ctypes.c_int32),
+        ("reserved", ctypes.c_int32), ("total_memory", ctypes.c_int64),
+        ("free_memory", ctypes.c_int64), ("shared_memory_optin", ctypes.c_int64),
+        ("name", ctypes.c_char * 256),
+    ]
+
+
+_CREATE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
+_DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_SET_TABLE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+_LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32,
+                           ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p),
+                           ctypes.c_int32, ctypes.c_double, ctypes.c_void_p)
+_QUERY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(GridDeviceInfo))
+_ERROR_STRING = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_int32)
+
+
+class GridDescriptor(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", ctypes.c_int32), ("struct_size", ctypes.c_int32),
+        ("robot_name", ctypes.c_char_p), ("nq", ctypes.c_int32), ("nv", ctypes.c_int32),
+        ("nb", ctypes.c_int32), ("num_ees", ctypes.c_int32), ("dtype", ctypes.c_char_p),
+        ("dtype_size", ctypes.c_int32), ("max_batch", ctypes.c_int32),
+        ("archs", ctypes.c_char_p), ("strategy", ctypes.c_char_p),
+        ("options_json", ctypes.c_char_p), ("is_gpu", ctypes.c_int32),
+        ("runtime_inertia", ctypes.c_int32), ("inertia_table_size", ctypes.c_int32),
+        ("num_algorithms", ctypes.c_int32), ("algorithms", ctypes.POINTER(GridAlgorithm)),
+        ("create_state", _CREATE), ("destroy_state", _DESTROY),
+        ("set_inertia_table", _SET_TABLE), ("launch", _LAUNCH), ("query_device", _QUERY),
+        ("error_string", _ERROR_STRING),
+    ]
+
+
+class GridError(RuntimeError):
+    """A nonzero status from the artifact; `code` is the C error code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"grid error {code}: {message}")
+        self.code = code
+
+
+@dataclass(frozen=True)
+class AlgorithmInfo:
+    name: str
+    id: int
+    inputs: tuple[tuple[str, int, bool], ...]  # (name, width per item, required)
+    output_shape: tuple[int, ...]  # per item
+    uses_gravity: bool
+    threads_per_block: int
+    shared_bytes: int
+
+
+class Artifact:
+    """A loaded `robot.so`: its descriptor, dimensions and algorithm table."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.lib = ctypes.CDLL(str(self.path))
+        self.lib.grid_get_descriptor.restype = ctypes.POINTER(GridDescriptor)
+        self.desc = self.lib.grid_get_descriptor().contents
+        if self.desc.abi_version != ABI_VERSION:
+            raise RuntimeError(f"{path}: ABI version {self.desc.abi_version}, expected "
+                               f"{ABI_VERSION}")
+        if self.desc.struct_size != ctypes.sizeof(GridDescriptor):
+            raise RuntimeError(f"{path}: descriptor size {self.desc.struct_size}, ctypes "
+                               f"mirror {ctypes.sizeof(GridDescriptor)}")
+        d = self.desc
+        self.nq, self.nv, self.nb, self.num_ees = d.nq, d.nv, d.nb, d.num_ees
+        self.dtype = np.dtype(d.dtype.decode())
+        self.max_batch = d.max_batch
+        self.archs = d.archs.decode()
+        self.is_gpu = bool(d.is_gpu)
+        self.options_json = d.options_json.decode()
+        self.algorithms: dict[str, AlgorithmInfo] = {}
+        for k in range(d.num_algorithms):
+            a = d.algorithms[k]
+            inputs = tuple((a.input_names[i].decode(), a.input_widths[i],
+                            bool(a.input_required[i])) for i in range(a.num_inputs))
+            info = AlgorithmInfo(a.name.decode(), a.id, inputs,
+                                 tuple(a.output_shape[i] for i in range(a.output_rank)),
+                                 bool(a.uses_gravity), a.threads_per_block, a.shared_bytes)
+            self.algorithms[info.name] = info
+
+    def error_message(self, code: int) -> str:
+        return self.desc.error_string(code).decode()
+
+    def check(self, code: int) -> None:
+        if code != 0:
+            raise GridError(code, self.error_message(code))
+
+    def query_device(self) -> GridDeviceInfo:
+        info = GridDeviceInfo()
+        self.check(self.desc.query_device(ctypes.byref(info)))
+        return info
+
+    def state(self) -> State:
+        return State(self)
+
+
+class State:
+    """A per-context state of an artifact; `close()` (or garbage collection) frees it."""
+
+    def __init__(self, artifact: Artifact) -> None:
+        self.artifact = artifact
+        handle = ctypes.c_void_p()
+        artifact.check(artifact.desc.create_state(ctypes.byref(handle)))
+        self.handle = handle
+
+    def close(self) -> None:
+        if self.handle:
+            self.artifact.desc.destroy_state(self.handle)
+            self.handle = ctypes.c_void_p()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def set_inertia_table(self, table: np.ndarray) -> None:
+        """`table` (nb, 10): each body's `Inertia.dynamic_parameters()`."""
+        table = np.ascontiguousarray(table, dtype=self.artifact.dtype)
+        if table.size != 10 * self.artifact.nb:
+            raise ValueError(f"inertia table has {table.size} values; expected "
+                             f"{10 * self.artifact.nb} (nb x 10)")
+        self.artifact.check(self.artifact.desc.set_inertia_table(
+            self.handle, table.ctypes.data_as(ctypes.c_void_p)))
+
+    def launch_raw(self, name: str, inputs: list[int], output: int, batch: int,
+                   gravity: float = GRAVITY, stream: int = 0) -> int:
+        """The raw C call with integer pointers; returns the status code."""
+        info = self.artifact.algorithms[name]
+        ins = (ctypes.c_void_p * 4)(*[ctypes.c_void_p(p or None) for p in inputs])
+        outs = (ctypes.c_void_p * 1)(ctypes.c_void_p(output or None))
+        return self.artifact.desc.launch(self.handle, info.id, ins, outs, batch, gravity,
+                                         ctypes.c_void_p(stream or None))
+
+    def call(self, name: str, *inputs: Any, gravity: float = GRAVITY) -> Any:
+        """Run `name` on numpy arrays (CPU build) or CUDA torch tensors (GPU build);
+        missing trailing / None inputs are optional ones left NULL."""
+        info = self.artifact.algorithms[name]
+        if len(inputs) > len(info.inputs):
+            raise ValueError(f"{name} takes {len(info.inputs)} inputs, got {len(inputs)}")
+        if inputs and _is_torch(inputs[0]):
+            return self._call_torch(info, inputs, gravity)
+        batch = int(np.asarray(inputs[0]).reshape(-1, info.inputs[0][1]).shape[0])
+        keep, ptrs = [], []
+        for (in_name, width, required), x in zip(info.inputs, list(inputs) + [None] * 4,
+                                                 strict=False):
+            if x is None:
+                if required:
+                    raise ValueError(f"{name}: input {in_name} is required")
+                ptrs.append(0)
+                continue
+            arr = np.ascontiguousarray(np.asarray(x).reshape(batch, width),
+                                       dtype=self.artifact.dtype)
+            keep.append(arr)
+            ptrs.append(arr.ctypes.data)
+        out = np.zeros((batch, *info.output_shape), dtype=self.artifact.dtype)
+        self.artifact.check(self.launch_raw(name, ptrs, out.ctypes.data, batch, gravity))
+        return out
+
+    def _call_torch(self, info: AlgorithmInfo, inputs: tuple[Any, ...], gravity: float) -> Any:
+        import torch
+        dtype = torch.float32 if self.artifact.dtype == np.float32 else torch.float64
+        device = inputs[0].device
+        batch = int(inputs[0].reshape(-1, info.inputs[0][1]).shape[0])
+        keep, ptrs = [], []
+        for (_, width, _), x in zip(info.inputs, list(inputs) + [None] * 4, strict=False):
+            if x is None:
+                ptrs.append(0)
+                continue
+            t = x.to(device=device, dtype=dtype).reshape(batch, width).contiguous()
+            keep.append(t)
+            ptrs.append(t.data_ptr())
+        out = torch.zeros((batch, *info.output_shape), dtype=dtype, device=device)
+        stream = torch.cuda.current_stream(device).cuda_stream
+        self.artifact.check(self.launch_raw(info.name, ptrs, out.data_ptr(), batch, gravity,
+                                            stream))
+        return out
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+# -- one build per configuration per session -------------------------------------------
+_BUILD_ROOT: Path | None = None
+_BUILDS: dict[tuple, tuple[Artifact, RobotModel, float]] = {}
+_LOCK = threading.Lock()
+
+
+def _build_root() -> Path:
+    """A temporary folder per session, or `$GRID_RBD_TEST_BUILD_DIR` (kept, so that a
+    benchmark run after the tests on the GPU machine reuses their builds)."""
+    global _BUILD_ROOT
+    if _BUILD_ROOT is None:
+        kept = os.environ.get("GRID_RBD_TEST_BUILD_DIR")
+        if kept:
+            _BUILD_ROOT = Path(kept)
+            _BUILD_ROOT.mkdir(parents=True, exist_ok=True)
+        else:
+            _BUILD_ROOT = Path(tempfile.mkdtemp(prefix="grid_artifacts_"))
+            atexit.register(shutil.rmtree, _BUILD_ROOT, True)
+    return _BUILD_ROOT
+
+
+def _build(model: RobotModel, opts: CodegenOptions, backend: str) -> tuple[Path, float]:
+    """Compile into a folder named by the hash of the generated files and the backend, or
+    reuse what a previous session left there (only with `$GRID_RBD_TEST_BUILD_DIR`)."""
+    files = generate(model, opts)
+    digest = hashlib.sha256(backend.encode())
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name].encode() + b"\0")
+    out_dir = _build_root() / f"{model.name}-{backend}-{digest.hexdigest()[:16]}"
+    if (out_dir / ARTIFACT).is_file():
+        return out_dir / ARTIFACT, 0.0
+    result = compile_artifact(files, out_dir, backend=backend, gpu_archs=opts.gpu_arch)
+    return result.so_path, result.seconds
+
+
+def load_model(robot: str) -> RobotModel:
+    spec = ROBOTS[robot]
+    return parse_urdf(spec.path, floating_base=spec.floating_base)
+
+
+def build_cached(robot: str, backend: str = "cpu", **options: Any) -> tuple[Artifact, float]:
+    """The artifact of `robot` built with `CodegenOptions(**options)` on `backend`, and
+    its compile time in seconds (of the first build in this session)."""
+    key = (robot, backend, tuple(sorted(options.items())))
+    with _LOCK:
+        if key not in _BUILDS:
+            model = load_model(robot)
+            so_path, seconds = _build(model, CodegenOptions(**options), backend)
+            _BUILDS[key] = (Artifact(so_path), model, seconds)
+        artifact, _, seconds = _BUILDS[key]
+        return artifact, seconds
+
+
+def prebuild(configs: list[tuple[str, str, dict[str, Any]]], workers: int | None = None
+             ) -> None:
+    """Build `(robot, backend, options)` configurations concurrently (the compiler is
+    single-threaded; builds of different robots overlap on a multi-core machine).
+    `workers` defaults to `$GRID_RBD_BUILD_WORKERS`, else 2 (the CI machine's cores)."""
+    from concurrent.futures import ThreadPoolExecutor
+    workers = workers or int(os.environ.get("GRID_RBD_BUILD_WORKERS", "2"))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda c: _build_unlocked(*c), configs))
+
+
+def _build_unlocked(robot: str, backend: str, options: dict[str, Any]) -> None:
+    key = (robot, backend, tuple(sorted(options.items())))
+    with _LOCK:
+        if key in _BUILDS:
+            return
+    model = load_model(robot)
+    so_path, seconds = _build(model, CodegenOptions(**options), backend)
+    with _LOCK:
+        _BUILDS.setdefault(key, (Artifact(so_path), model, seconds))
+
+
+# -- the numeric matrix shared by the CPU and GPU tests --------------------------------
+def reference_case(ref: Any, algorithm: str, s: Any, f_ext: bool = False,
+                   gravity: float = GRAVITY) -> tuple[tuple[Any, ...], np.ndarray]:
+    """`(inputs, expected)` of `algorithm` on states `s` (a `support.States`): the
+    artifact's positional inputs and the float64 reference result."""
+    fe = s.f_ext if f_ext else None
+    if algorithm == "inverse_dynamics":
+        return (s.q, s.qd, s.qdd, fe), ref.inverse_dynamics(s.q, s.qd, s.qdd, fe, gravity)
+    if algorithm in ("crba", "minv", "end_effector_pose", "end_effector_pose_gradient"):
+        return (s.q,), getattr(ref, algorithm)(s.q)
+    if algorithm in ("forward_dynamics", "aba"):
+        return (s.q, s.qd, s.u, fe), getattr(ref, algorithm)(s.q, s.qd, s.u, fe, gravity)
+    if algorithm == "inverse_dynamics_gradient":
+        return ((s.q, s.qd, s.qdd, fe),
+                ref.inverse_dynamics_gradient(s.q, s.qd, s.qdd, fe, gravity))
+    if algorithm == "forward_dynamics_gradient":
+        return ((s.q, s.qd, s.u, fe),
+                ref.forward_dynamics_gradient(s.q, s.qd, s.u, fe, gravity))
+    raise KeyError(algorithm)
+
+
+# Algorithms whose result goes through a linear solve with M: their float32 error grows
+# with the condition number of M.
+SOLVES = frozenset({"minv", "forward_dynamics", "aba", "forward_dynamics_gradient"})
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
+
+
+def tolerance(dtype: np.dtype, algorithm: str, ref: Any, q: np.ndarray) -> float:
+    """Scale-aware tolerance (see `support.scaled_error`).
+
+    float64: 1e-9. float32: the kernels round every operation to 2^-24; a chain of
+    O(depth) transforms and O(nb) force sums keeps the relative error of direct
+    quantities (ID, M, poses) near 10 eps and we allow 2e-5 (about 170 eps). A solve
+    amplifies the relative error by up to cond(M) (1.7e3 for iiwa14, 1e4 for go2, 3.5e5
+    for g1), so solves get `max(2e-5, eps * cond(M))` with cond taken on these states."""
+    if np.dtype(dtype) == np.float64:
+        return 1e-9
+    if algorithm in SOLVES:
+        cond = float(np.linalg.cond(ref.crba(q)).max())
+        return max(2e-5, FLOAT32_EPS * cond)
+    return 2e-5
+
+
+def round_states(s: Any, dtype: np.dtype) -> Any:
+    """`s` with every array rounded to `dtype` (and back to float64), so the reference
+    sees exactly the inputs the artifact sees."""
+    from dataclasses import replace
+    return replace(s, **{k: np.asarray(getattr(s, k), dtype=dtype).astype(np.float64)
+                         for k in ("q", "qd", "qdd", "u", "f_ext")})

@@ -1,0 +1,206 @@
+"""Layer 2: the generated CPU build against the float64 reference, every algorithm.
+
+Each (robot, dtype) artifact is generated and compiled once per session
+(`artifact_harness.build_cached`); float64 runs on every robot of the test set, float32
+on a fixed-base arm, a quadruped and the humanoid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from artifact_harness import (
+    GridError,
+    build_cached,
+    load_model,
+    prebuild,
+    reference_case,
+    round_states,
+    tolerance,
+)
+from support import ROBOTS, assert_scaled_close, random_states
+
+import grid_rbd.reference as reference
+from grid_codegen.options import ALGORITHMS, CodegenOptions
+from grid_rbd.reference import ReferenceRobot
+
+FLOAT64_ROBOTS = sorted(ROBOTS)
+FLOAT32_ROBOTS = ("iiwa14", "go2", "g1")
+CONFIGS = ([(r, "float64") for r in FLOAT64_ROBOTS] + [(r, "float32") for r in FLOAT32_ROBOTS])
+WITH_FEXT = ("inverse_dynamics", "forward_dynamics", "aba", "inverse_dynamics_gradient",
+             "forward_dynamics_gradient")
+BATCH = 37  # not a multiple of any block or warp size
+EDGE_MAX_BATCH = 300
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _prebuild():
+    configs = [(r, "cpu", {"dtype": d}) for r, d in CONFIGS]
+    configs += [("go2", "cpu", {"dtype": "float64", "max_batch_size": EDGE_MAX_BATCH}),
+                ("go2", "cpu", {"dtype": "float64", "runtime_inertia": True}),
+                ("iiwa14", "cpu", {"dtype": "float64", "strategy": "thread"}),
+                ("go2", "cpu", {"dtype": "float64", "strategy": "thread"})]
+    prebuild(configs)
+
+
+@pytest.fixture(scope="module", params=CONFIGS, ids=[f"{r}-{d}" for r, d in CONFIGS])
+def case(request):
+    robot, dtype = request.param
+    artifact, _ = build_cached(robot, dtype=dtype)
+    ref = reference.load(ROBOTS[robot].path, floating_base=ROBOTS[robot].floating_base)
+    state = artifact.state()
+    states = round_states(random_states(ref.model, BATCH, seed=len(robot)), artifact.dtype)
+    yield artifact, ref, state, states
+    state.close()
+
+
+def _check(state, ref, algorithm, s, f_ext=False, gravity=-9.81, what=""):
+    inputs, expected = reference_case(ref, algorithm, s, f_ext, gravity)
+    actual = state.call(algorithm, *inputs, gravity=gravity)
+    tol = tolerance(state.artifact.dtype, algorithm, ref, s.q)
+    assert_scaled_close(actual, expected, tol, f"{algorithm}{what} ({state.artifact.dtype})")
+    return actual
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_matches_reference(case, algorithm):
+    artifact, ref, state, s = case
+    _check(state, ref, algorithm, s)
+
+
+@pytest.mark.parametrize("algorithm", WITH_FEXT)
+def test_external_forces(case, algorithm):
+    _, ref, state, s = case
+    with_fext = _check(state, ref, algorithm, s, f_ext=True, what=" with f_ext")
+    assert not np.allclose(with_fext, state.call(algorithm, *reference_case(ref, algorithm, s)[0]))
+
+
+@pytest.mark.parametrize("gravity", [0.0, -3.71, 9.81])
+def test_signed_gravity(case, gravity):
+    _, ref, state, s = case
+    for algorithm in WITH_FEXT:
+        _check(state, ref, algorithm, s, gravity=gravity, what=f" gravity {gravity}")
+
+
+def test_zero_velocity_and_batch_one(case):
+    _, ref, state, s = case
+    still = dataclasses.replace(s, qd=np.zeros_like(s.qd))
+    for algorithm in ALGORITHMS:
+        _check(state, ref, algorithm, still, what=" at zero velocity")
+    one = dataclasses.replace(s, **{k: getattr(s, k)[:1] for k in ("q", "qd", "qdd", "u",
+                                                                     "f_ext")})
+    for algorithm in ALGORITHMS:
+        _check(state, ref, algorithm, one, what=" batch 1")
+
+
+def test_inverse_dynamics_without_qdd_is_the_bias(case):
+    _, ref, state, s = case
+    actual = state.call("inverse_dynamics", s.q, s.qd)
+    tol = tolerance(state.artifact.dtype, "inverse_dynamics", ref, s.q)
+    assert_scaled_close(actual, ref.inverse_dynamics(s.q, s.qd), tol, "bias")
+
+
+def test_mass_matrix_and_inverse_are_symmetric(case):
+    _, _, state, s = case
+    for algorithm in ("crba", "minv"):
+        out = state.call(algorithm, s.q)
+        np.testing.assert_array_equal(out, np.swapaxes(out, 1, 2), err_msg=algorithm)
+
+
+def test_unnormalised_quaternion(case):
+    artifact, ref, state, s = case
+    if not ref.model.floating_base:
+        pytest.skip("fixed base: no quaternion")
+    q = s.q.copy()
+    q[:, 3:7] *= 3.0
+    for algorithm in ("inverse_dynamics", "aba", "end_effector_pose"):
+        inputs, expected = reference_case(ref, algorithm, dataclasses.replace(s, q=q))
+        tol = tolerance(artifact.dtype, algorithm, ref, q)
+        assert_scaled_close(state.call(algorithm, *inputs), expected, tol, algorithm)
+
+
+def test_descriptor(case):
+    artifact, ref, _, _ = case
+    assert (artifact.nq, artifact.nv, artifact.nb) == (ref.nq, ref.nv, ref.nb)
+    assert artifact.num_ees == ref.num_ees
+    assert artifact.archs == "cpu" and not artifact.is_gpu
+    assert artifact.query_device().is_gpu == 0
+    options = CodegenOptions(dtype=artifact.dtype.name)
+    assert artifact.options_json == options.canonical_json()
+    assert json.loads(artifact.options_json)["algorithms"] == list(ALGORITHMS)
+    shapes = {name: info.output_shape for name, info in artifact.algorithms.items()}
+    assert shapes["inverse_dynamics"] == (ref.nv,)
+    assert shapes["minv"] == (ref.nv, ref.nv)
+    assert shapes["end_effector_pose_gradient"] == (6 * ref.num_ees, ref.nv)
+    widths = [w for _, w, _ in artifact.algorithms["aba"].inputs]
+    assert widths == [ref.nq, ref.nv, ref.nv, 6 * ref.nb]
+
+
+# -- edge cases on dedicated builds ------------------------------------------------------
+def test_largest_batch_and_refusals():
+    artifact, _ = build_cached("go2", dtype="float64", max_batch_size=EDGE_MAX_BATCH)
+    ref = reference.load(ROBOTS["go2"].path, floating_base=True)
+    assert artifact.max_batch == EDGE_MAX_BATCH
+    state = artifact.state()
+    s = random_states(ref.model, EDGE_MAX_BATCH + 1, seed=3)
+    inputs, expected = reference_case(ref, "aba", s)
+    top = [x[:EDGE_MAX_BATCH] for x in inputs[:3]]
+    assert_scaled_close(state.call("aba", *top), expected[:EDGE_MAX_BATCH], 1e-9, "max batch")
+    with pytest.raises(GridError, match="max_batch") as err:
+        state.call("aba", *inputs[:3])
+    assert err.value.code == 2
+    q = np.ascontiguousarray(s.q)
+    out = np.zeros((1, ref.nv))
+    assert state.launch_raw("aba", [q.ctypes.data, 0, 0], out.ctypes.data, 1) == 4  # NULL qd
+    assert state.launch_raw("aba", [q.ctypes.data], out.ctypes.data, -1) == 1
+    assert state.launch_raw("aba", [], 0, 0) == 0  # an empty batch is a no-op
+    assert artifact.desc.launch(state.handle, 99, None, None, 1, -9.81, None) == 3
+    with pytest.raises(GridError, match="runtime_inertia"):
+        state.set_inertia_table(np.zeros((ref.nb, 10)))
+    state.close()
+
+
+def _modified_model(model):
+    """Every body heavier, its centre of mass shifted, its rotational inertia grown."""
+    bodies = []
+    for i, body in enumerate(model.bodies):
+        inertia = body.inertia
+        inertia = dataclasses.replace(inertia, mass=inertia.mass * (1.3 + 0.05 * i),
+                                      com=inertia.com + 0.01 * (i % 3 + 1),
+                                      inertia_com=inertia.inertia_com * 1.5 + 1e-3 * np.eye(3))
+        bodies.append(dataclasses.replace(body, inertia=inertia))
+    return dataclasses.replace(model, bodies=tuple(bodies))
+
+
+def test_runtime_inertia_table():
+    artifact, _ = build_cached("go2", dtype="float64", runtime_inertia=True)
+    model = load_model("go2")
+    ref, modified = ReferenceRobot(model), ReferenceRobot(_modified_model(model))
+    state = artifact.state()
+    s = random_states(model, BATCH, seed=11)
+    dynamics = [a for a in ALGORITHMS if not a.startswith("end_effector")]
+    for algorithm in dynamics:  # the defaults are the URDF's inertias
+        _check(state, ref, algorithm, s, f_ext=algorithm in WITH_FEXT)
+    state.set_inertia_table(np.stack([b.inertia.dynamic_parameters()
+                                      for b in modified.model.bodies]))
+    for algorithm in dynamics:
+        _check(state, modified, algorithm, s, f_ext=algorithm in WITH_FEXT, what=" modified")
+    other = artifact.state()  # a fresh state starts from the URDF's table again
+    _check(other, ref, "inverse_dynamics", s)
+    other.close()
+    state.close()
+
+
+@pytest.mark.parametrize("robot", ["iiwa14", "go2"])
+def test_thread_strategy(robot):
+    """The second scheduling strategy emits the same numbers from the same emitters."""
+    artifact, _ = build_cached(robot, dtype="float64", strategy="thread")
+    ref = reference.load(ROBOTS[robot].path, floating_base=ROBOTS[robot].floating_base)
+    state = artifact.state()
+    s = random_states(ref.model, 130, seed=5)  # 130: one full block of 128 and a partial
+    for algorithm in ALGORITHMS:
+        _check(state, ref, algorithm, s, f_ext=algorithm in WITH_FEXT)
+    state.close()
