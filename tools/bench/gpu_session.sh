@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One batched session on a GPU machine: build every CUDA artifact the GPU tests and the
+# benchmark need (in parallel), run the `gpu`-tagged tests, then the kernel benchmark
+# (block and thread strategies). Results go to $1 (default ./gpu_results):
+#   gpu.txt  nvcc and GPU identity      builds.log  compile times
+#   gpu_tests.log  pytest output        bench_block.json / bench_thread.json  timings
+# Env: GRID_RBD_ROBOT_DATA (a copy of example-robot-data's robots/ when the package is
+# not installed), GRID_RBD_BUILD_WORKERS (parallel nvcc builds, default 12).
+set -uo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+out="$(mkdir -p "${1:-gpu_results}" && cd "${1:-gpu_results}" && pwd)"
+cd "$repo"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$repo/codegen:$repo/python:$repo/tests"
+export GRID_RBD_TEST_BUILD_DIR="${GRID_RBD_TEST_BUILD_DIR:-/tmp/grid_rbd_builds}"
+export GRID_RBD_BUILD_WORKERS="${GRID_RBD_BUILD_WORKERS:-12}"
+{ nvcc --version | tail -2; nvidia-smi --query-gpu=name,driver_version,memory.total \
+  --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'; } \
+  >"$out/gpu.txt" 2>&1
+
+start=$SECONDS
+python3 - >"$out/builds.log" 2>&1 <<'PY'
+from artifact_harness import _BUILDS, prebuild
+from test_codegen_gpu import CONFIGS
+configs = [(r, "cuda", {"dtype": d}) for r, d in CONFIGS]
+configs += [(r, "cuda", {"dtype": "float32", "strategy": "block", "max_batch_size": 65536})
+            for r in ("iiwa14", "go2", "g1")]
+configs += [(r, "cuda", {"dtype": "float32", "strategy": "thread", "max_batch_size": 65536})
+            for r in ("iiwa14", "go2")]
+prebuild(configs)
+for key, (_, _, seconds) in sorted(_BUILDS.items(), key=lambda kv: -kv[1][2]):
+    print(f"{seconds:7.1f} s  {key}")
+PY
+echo "builds: exit $? after $((SECONDS - start)) s" >>"$out/builds.log"
+
+python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/test_codegen_gpu.py \
+  2>&1 | tee "$out/gpu_tests.log" | tail -5
+python3 tools/bench/bench_kernels.py --backend cuda --strategy block \
+  --out "$out/bench_block.json" 2>"$out/bench_block.log" || echo "bench block failed"
+python3 tools/bench/bench_kernels.py --backend cuda --strategy thread --robots iiwa14 go2 \
+  --out "$out/bench_thread.json" 2>"$out/bench_thread.log" || echo "bench thread failed"
+tail -3 "$out"/bench_*.log
