@@ -28,7 +28,7 @@ from grid_codegen.options import ALGORITHMS, CodegenOptions
 from grid_rbd.reference import ReferenceRobot
 
 FLOAT64_ROBOTS = sorted(ROBOTS)
-FLOAT32_ROBOTS = ("iiwa14", "go2", "g1")
+FLOAT32_ROBOTS = sorted(ROBOTS)
 CONFIGS = ([(r, "float64") for r in FLOAT64_ROBOTS] + [(r, "float32") for r in FLOAT32_ROBOTS])
 WITH_FEXT = ("inverse_dynamics", "forward_dynamics", "aba", "inverse_dynamics_gradient",
              "forward_dynamics_gradient")

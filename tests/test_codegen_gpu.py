@@ -20,8 +20,7 @@ from grid_codegen.options import ALGORITHMS
 
 pytestmark = pytest.mark.gpu
 
-CONFIGS = ([(r, "float64") for r in sorted(ROBOTS)]
-           + [(r, "float32") for r in ("iiwa14", "go2", "g1")])
+CONFIGS = [(r, d) for d in ("float64", "float32") for r in sorted(ROBOTS)]
 WITH_FEXT = ("inverse_dynamics", "forward_dynamics", "aba", "inverse_dynamics_gradient",
              "forward_dynamics_gradient")
 
