@@ -30,7 +30,7 @@ from grid_codegen.model import RobotModel
 from grid_codegen.options import CodegenOptions
 
 MAX_INPUTS = 4
-ABI_VERSION = 1
+ABI_VERSION = 2
 GRAVITY = -9.81
 
 
@@ -64,6 +64,11 @@ _LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32,
                            ctypes.c_int32, ctypes.c_double, ctypes.c_void_p)
 _QUERY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(GridDeviceInfo))
 _ERROR_STRING = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_int32)
+_ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)
+_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_COPY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                         ctypes.c_int32, ctypes.c_void_p)
+_SYNCHRONIZE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 
 
 class GridDescriptor(ctypes.Structure):
@@ -79,6 +84,10 @@ class GridDescriptor(ctypes.Structure):
         ("create_state", _CREATE), ("destroy_state", _DESTROY),
         ("set_inertia_table", _SET_TABLE), ("launch", _LAUNCH), ("query_device", _QUERY),
         ("error_string", _ERROR_STRING),
+        # ABI 2
+        ("default_inertia_table", ctypes.c_void_p), ("device_alloc", _ALLOC),
+        ("device_free", _FREE), ("host_alloc_pinned", _ALLOC), ("host_free_pinned", _FREE),
+        ("copy", _COPY), ("synchronize", _SYNCHRONIZE),
     ]
 
 

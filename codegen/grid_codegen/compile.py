@@ -82,23 +82,43 @@ def _openmp_works(cxx: str) -> bool:
         return result.returncode == 0
 
 
+def openmp_works(cxx: str) -> bool:
+    """Whether `cxx -fopenmp` builds and links a program (the CPU backend then runs a
+    batch across OpenMP threads)."""
+    return _openmp_works(cxx)
+
+
+# The flags below are the one definition of how an artifact is compiled: the pip path
+# (`compile_artifact`) and the Bazel actions (`python -m grid_codegen compile`, driven by
+# tools/bazel/grid_robot.bzl) both build their command lines from them.
+def cpu_flags(openmp: bool) -> list[str]:
+    """Host compiler flags of a CPU artifact (the source is compiled as C++)."""
+    flags = ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden"]
+    if openmp:
+        flags.append("-fopenmp")
+    return flags
+
+
+def cuda_flags(archs: Sequence[str]) -> list[str]:
+    """nvcc flags of a CUDA artifact: one `-gencode` per `sm_XY` in `archs`, and the
+    architecture list the descriptor reports."""
+    flags = ["-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC",
+             "-Xcompiler", "-fvisibility=hidden"]
+    for arch in archs:
+        number = arch.removeprefix("sm_")
+        flags.append(f"-gencode=arch=compute_{number},code=sm_{number}")
+    flags.append(f'-DGRID_COMPILED_ARCHS="{",".join(archs)}"')
+    return flags
+
+
 def cpu_command(cxx: str, source: Path, output: Path, openmp: bool,
                 extra_flags: Sequence[str]) -> list[str]:
-    cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden"]
-    if openmp:
-        cmd.append("-fopenmp")
-    return [*cmd, *extra_flags, "-x", "c++", str(source), "-o", str(output)]
+    return [cxx, *cpu_flags(openmp), *extra_flags, "-x", "c++", str(source), "-o", str(output)]
 
 
 def cuda_command(nvcc: str, source: Path, output: Path, archs: Sequence[str],
                  extra_flags: Sequence[str]) -> list[str]:
-    cmd = [nvcc, "-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC",
-           "-Xcompiler", "-fvisibility=hidden"]
-    for arch in archs:
-        number = arch.removeprefix("sm_")
-        cmd.append(f"-gencode=arch=compute_{number},code=sm_{number}")
-    cmd.append(f'-DGRID_COMPILED_ARCHS="{",".join(archs)}"')
-    return [*cmd, *extra_flags, str(source), "-o", str(output)]
+    return [nvcc, *cuda_flags(archs), *extra_flags, str(source), "-o", str(output)]
 
 
 def compile_artifact(files: Mapping[str, str], out_dir: str | Path, backend: str = "cpu", *,

@@ -1,3 +1,17 @@
-"""grid-rbd: a rigid-body dynamics compiler (per-robot kernels for GPU and CPU)."""
+"""grid-rbd: a rigid-body dynamics compiler (per-robot kernels for GPU and CPU).
+
+    import grid_rbd
+    h = grid_rbd.register_robot("iiwa14", urdf_path="robots/iiwa14/iiwa14.urdf")
+    qdd = h.forward_dynamics(q, qd, u)          # (B, nv)
+
+`register_robot` compiles a robot once into the content-addressed store and returns a
+`RobotHandle`; `get_robot` finds a registered robot by name, `load_robot` opens an
+artifact file directly. The float64 reference oracle is `grid_rbd.reference`.
+"""
 
 __version__ = "0.1.0"
+
+from grid_rbd._handle import RobotHandle  # noqa: E402
+from grid_rbd._register import get_robot, load_robot, register_robot  # noqa: E402
+
+__all__ = ["RobotHandle", "__version__", "get_robot", "load_robot", "register_robot"]

@@ -104,6 +104,68 @@ inline void device_free(void* ptr) {
 #endif
 }
 
+/// Page-locked host memory under nvcc (DMA at the bus rate); 64-byte aligned otherwise.
+inline void* host_alloc_pinned(size_t bytes) {
+#if GRID_IS_CUDA
+  void* ptr = nullptr;
+  return cudaHostAlloc(&ptr, bytes > 0 ? bytes : 1, cudaHostAllocDefault) == cudaSuccess
+             ? ptr : nullptr;
+#else
+  const size_t alignment = 64;
+  return aligned_alloc(alignment, (bytes + alignment) / alignment * alignment);
+#endif
+}
+
+inline void host_free_pinned(void* ptr) {
+#if GRID_IS_CUDA
+  if (ptr != nullptr) cudaFreeHost(ptr);
+#else
+  free(ptr);
+#endif
+}
+
+/// A copy of `kind` GRID_COPY_* (0 host to device, 1 device to host, 2 device to device;
+/// the names are defined with the ABI types at the end of this file): enqueued on
+/// `stream` under nvcc, a memcpy otherwise.
+inline int copy(void* dst, const void* src, size_t bytes, int32_t kind, void* stream) {
+  if (bytes == 0) return GRID_OK;
+  if (dst == nullptr || src == nullptr) return GRID_ERROR_NULL_POINTER;
+#if GRID_IS_CUDA
+  cudaMemcpyKind direction;
+  switch (kind) {
+    case 0: direction = cudaMemcpyHostToDevice; break;
+    case 1: direction = cudaMemcpyDeviceToHost; break;
+    case 2: direction = cudaMemcpyDeviceToDevice; break;
+    default: return GRID_ERROR_INVALID_ARGUMENT;
+  }
+  if (cudaMemcpyAsync(dst, src, bytes, direction, static_cast<cudaStream_t>(stream)) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    return GRID_ERROR_DEVICE;
+  }
+  return GRID_OK;
+#else
+  (void)stream;
+  if (kind < 0 || kind > 2) return GRID_ERROR_INVALID_ARGUMENT;
+  memcpy(dst, src, bytes);
+  return GRID_OK;
+#endif
+}
+
+/// Waits for everything enqueued on `stream` (NULL: the legacy default stream).
+inline int synchronize(void* stream) {
+#if GRID_IS_CUDA
+  if (cudaStreamSynchronize(static_cast<cudaStream_t>(stream)) != cudaSuccess) {
+    cudaGetLastError();
+    return GRID_ERROR_DEVICE;
+  }
+  return GRID_OK;
+#else
+  (void)stream;
+  return GRID_OK;
+#endif
+}
+
 /// Synchronous host -> device copy; returns GRID_OK or GRID_ERROR_DEVICE.
 inline int copy_to_device(void* dst, const void* src, size_t bytes) {
 #if GRID_IS_CUDA

@@ -6,7 +6,10 @@ exports `extern "C" const grid_descriptor* grid_get_descriptor(void)`.
 
 The artifact owns no device memory: `create_state` allocates a per-context state (the
 runtime inertia table) for its caller and `destroy_state` frees it; the item scratch is
-shared memory (GPU) or stack (CPU). On the GPU build every data pointer handed to
+shared memory (GPU) or stack (CPU). Since ABI 2 the descriptor also exports the memory
+entry points (device and page-locked host allocation, copies, stream synchronisation) and
+the URDF's inertia table, so a runtime that owns a context's buffers is built with the host
+compiler alone, without the CUDA toolkit. On the GPU build every data pointer handed to
 `launch` is a device pointer and the launch goes on the given `cudaStream_t`; on the CPU
 build pointers are host pointers and the stream is ignored. Gravity crosses the ABI as a
 double for every dtype (the signed z component, default -9.81).
@@ -18,7 +21,7 @@ from grid_codegen.emit.algorithm import MAX_INPUTS, AlgorithmSpec, EmitContext
 from grid_codegen.emit.prelude import ERROR_CODES
 from grid_codegen.emit.writer import Writer
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 _ABI_TYPES = r"""
 #ifndef GRID_ABI_TYPES_DEFINED
@@ -26,6 +29,10 @@ _ABI_TYPES = r"""
 #define GRID_ABI_VERSION %(abi)d
 #define GRID_MAX_INPUTS %(max_inputs)d
 #define GRID_ERROR_UNSUPPORTED 8
+/* The `kind` of grid_descriptor::copy. */
+#define GRID_COPY_HOST_TO_DEVICE 0
+#define GRID_COPY_DEVICE_TO_HOST 1
+#define GRID_COPY_DEVICE_TO_DEVICE 2
 extern "C" {
 
 /* One algorithm of the artifact; shapes are per batch item (batch is axis 0). */
@@ -82,6 +89,16 @@ typedef struct grid_descriptor {
                 void* const* outputs, int32_t batch, double gravity, void* stream);
   int (*query_device)(grid_device_info* info);
   const char* (*error_string)(int32_t code);
+  /* ABI 2: the URDF's inertia table and the memory entry points, so that a runtime can
+     own device memory without building against the CUDA toolkit. */
+  const void* default_inertia_table;       /* nb x 10 scalars of dtype, as above */
+  void* (*device_alloc)(size_t bytes);     /* device memory (host memory on the CPU) */
+  void (*device_free)(void* ptr);
+  void* (*host_alloc_pinned)(size_t bytes); /* page-locked (64-byte aligned on the CPU) */
+  void (*host_free_pinned)(void* ptr);
+  /* GRID_COPY_* kind; asynchronous on `stream` under CUDA, a memcpy on the CPU. */
+  int (*copy)(void* dst, const void* src, size_t bytes, int32_t kind, void* stream);
+  int (*synchronize)(void* stream);
 } grid_descriptor;
 
 }  /* extern "C" */
@@ -164,11 +181,11 @@ def emit_wrapper(ctx: EmitContext, specs: list[AlgorithmSpec]) -> str:
 
 def _emit_state_functions(w: Writer, ctx: EmitContext, specs: list[AlgorithmSpec]) -> None:
     runtime = ctx.options.runtime_inertia
-    if runtime:
-        params = [x for body in ctx.model.bodies for x in body.inertia.dynamic_parameters()]
-        values = ", ".join(repr(float(x)) for x in params)
-        w.line(f"const Scalar kDefaultInertia[kInertiaSize] = {{{values}}};")
-        w.line()
+    params = [x for body in ctx.model.bodies for x in body.inertia.dynamic_parameters()]
+    values = ", ".join(repr(float(x)) for x in params)
+    w.doc("The URDF's inertias (the baked constants; the initial runtime table).")
+    w.line(f"const Scalar kDefaultInertia[kInertiaSize] = {{{values}}};")
+    w.line()
     with w.block("int create_state(void** state_out)"):
         w.line("if (state_out == nullptr) return GRID_ERROR_NULL_POINTER;")
         w.line("*state_out = nullptr;")
@@ -271,6 +288,8 @@ def _emit_descriptor(w: Writer, ctx: EmitContext, specs: list[AlgorithmSpec]) ->
         _c_string(options.canonical_json()), "GRID_IS_CUDA", str(int(options.runtime_inertia)),
         "kInertiaSize", "kNumAlgorithms", "kAlgorithms", "create_state", "destroy_state",
         "set_inertia_table", "launch", "query_device", "error_string",
+        "kDefaultInertia", "grid::device_alloc", "grid::device_free", "grid::host_alloc_pinned",
+        "grid::host_free_pinned", "grid::copy", "grid::synchronize",
     ]
     w.doc("The artifact's one exported symbol.")
     with w.block('extern "C" GRID_EXPORT const grid_descriptor* grid_get_descriptor(void)'):

@@ -1,0 +1,323 @@
+"""Resolve the toolchain, generate and compile into staging, publish into the store.
+
+`ensure_entry` is the whole registration short of loading the artifact: it returns the
+store entry for (URDF, options, toolchain), building it only when no honoured pointer
+and no identical content exists. Order of checks:
+
+1. the stage-1 pointer `bykey/<input_key>`, honoured when the entry's build_inputs.json
+   equals the current identity (no lock: entries appear by rename, so they are whole);
+2. under the input key's build lock, the pointer again (another process may have built
+   it while this one waited);
+3. parse + generate, then the stage-2 entry `store/<content_key>`: when present with the
+   same identity only the pointer is written (a codegen edit that emits the same bytes);
+4. compile in a staging directory, write meta.json and build_inputs.json, publish by
+   rename, write the pointer.
+The manifest (name -> content key) is updated on every successful path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grid_rbd._env_knobs import knob, knob_archs, knob_flags, knob_values
+from grid_rbd._progress import Progress
+from grid_rbd._store import (
+    BUILD_INPUTS,
+    META,
+    Entry,
+    Store,
+    cache_root,
+    canonical_json,
+    content_key,
+    input_key,
+    sha256_bytes,
+)
+
+BACKENDS = ("cpu", "cuda")
+IDENTITY_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """How an artifact is compiled: backend, compiler executable, architectures and the
+    extra flags from the environment knobs."""
+
+    backend: str
+    compiler: str
+    archs: tuple[str, ...]
+    extra_flags: tuple[str, ...]
+    host_compiler: str | None = None  # nvcc's host compiler (CUDA builds)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What `ensure_entry` did.
+
+    outcome: "hit" (stage-1 pointer honoured), "content" (generated sources matched a
+    published entry: no compile) or "built". waited: this call blocked on another
+    process's build of the same input key. phases: (name, seconds) of the build path."""
+
+    name: str
+    store_root: Path
+    input_key: str
+    content_key: str
+    entry_dir: Path
+    outcome: str
+    waited: bool
+    seconds: float
+    phases: tuple[tuple[str, float], ...]
+
+    @property
+    def compiled(self) -> bool:
+        return self.outcome == "built"
+
+    @property
+    def so_path(self) -> Path:
+        return self.entry_dir / "robot.so"
+
+
+# -- the toolchain and its identity ------------------------------------------------------
+def _which(name: str, what: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        raise FileNotFoundError(f"{what} {name!r} was not found (not an executable path and "
+                                "not on PATH)")
+    return os.path.abspath(found)
+
+
+def resolve_toolchain(backend: str) -> Toolchain:
+    """The compiler, architectures and flags of a `backend` ("cpu" | "cuda") build."""
+    if backend == "cpu":
+        override = knob("GRID_RBD_CXX")
+        if override:
+            compiler = _which(override, "GRID_RBD_CXX")
+        else:
+            from grid_codegen.compile import find_cxx
+
+            compiler = _which(find_cxx(), "host C++ compiler")
+        return Toolchain("cpu", compiler, ("cpu",), knob_flags("GRID_RBD_CXXFLAGS"))
+    if backend == "cuda":
+        from grid_rbd._device import cuda_status
+
+        status = cuda_status()
+        if status.nvcc is None:
+            raise RuntimeError(f"a CUDA build needs nvcc: {status.reason}")
+        archs = knob_archs() or ((status.arch,) if status.arch else ())
+        if not archs:
+            raise RuntimeError("a CUDA build needs a target architecture and none was "
+                               f"detected ({status.reason}); set GRID_RBD_CUDA_ARCH")
+        from grid_codegen.compile import find_cxx
+
+        try:
+            host = _which(find_cxx(), "host C++ compiler")
+        except FileNotFoundError:
+            host = None
+        return Toolchain("cuda", os.path.abspath(status.nvcc), archs,
+                         knob_flags("GRID_RBD_NVCCFLAGS"), host)
+    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+
+
+@functools.lru_cache(maxsize=32)
+def _compiler_identity_cached(path: str, real: str, mtime_ns: int, size: int
+                              ) -> tuple[tuple[str, str], ...]:
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True,
+                              timeout=120)
+        version = (proc.stdout + proc.stderr).strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        version = f"<--version failed: {exc}>"
+    with open(real, "rb") as fh:
+        digest = sha256_bytes(fh.read())
+    return (("path", path), ("realpath", real), ("sha256", digest), ("version", version))
+
+
+def compiler_identity(path: str) -> dict[str, str]:
+    """path, realpath, `--version` output and the executable's SHA-256 (cached per file
+    state, so a warm registration does not re-run the compiler)."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return dict(_compiler_identity_cached(path, real, st.st_mtime_ns, st.st_size))
+
+
+def compile_command(toolchain: Toolchain) -> list[str]:
+    """The compiler's command line with placeholder file names (its flags enter the keys).
+
+    CPU builds are recorded with OpenMP requested: whether `-fopenmp` is then used is
+    decided by a probe of the compiler, a function of the compiler identity beside it
+    (running the probe on every warm registration would cost a compile)."""
+    from grid_codegen.compile import cpu_command, cuda_command
+
+    source, output = Path("wrapper.cu"), Path("robot.so")
+    if toolchain.backend == "cpu":
+        return cpu_command(toolchain.compiler, source, output, True, toolchain.extra_flags)
+    return cuda_command(toolchain.compiler, source, output, toolchain.archs,
+                        toolchain.extra_flags)
+
+
+def build_identity(toolchain: Toolchain) -> dict[str, Any]:
+    """The build identity recorded as build_inputs.json (JSON-normalised)."""
+    import grid_codegen.compile as compile_driver
+
+    identity: dict[str, Any] = {
+        "schema": IDENTITY_SCHEMA,
+        "backend": toolchain.backend,
+        "compiler": compiler_identity(toolchain.compiler),
+        "host_compiler": (compiler_identity(toolchain.host_compiler)
+                          if toolchain.host_compiler else None),
+        "archs": list(toolchain.archs),
+        "command": compile_command(toolchain),
+        "compile_driver_sha256": sha256_bytes(Path(compile_driver.__file__).read_bytes()),
+        "env": knob_values(),
+        "machine": os.uname().machine,
+    }
+    return json.loads(canonical_json(identity))
+
+
+# -- the entry ----------------------------------------------------------------------------
+def _names(model: Any, ee_frames: tuple[Any, ...]) -> dict[str, Any]:
+    return {
+        "robot_name": model.name,
+        "joint_names": list(model.joint_names),
+        "body_names": list(model.body_names),
+        "ee_frames": [{"name": f.name, "kind": f.kind, "body": int(f.body)} for f in ee_frames],
+    }
+
+
+def _meta(model: Any, options: Any, names: dict[str, Any], toolchain: Toolchain,
+          floating_base: bool, keys: dict[str, str], urdf: dict[str, str],
+          phases: list[tuple[str, float]], compile_seconds: float) -> dict[str, Any]:
+    from grid_rbd import __version__
+
+    return {
+        "schema": 1,
+        **names,
+        "nq": model.nq, "nv": model.nv, "nb": model.nb,
+        "num_ees": len(names["ee_frames"]),
+        "dtype": options.dtype,
+        "floating_base": bool(floating_base),
+        "options": options.to_dict(),
+        "backend": toolchain.backend,
+        "archs": list(toolchain.archs),
+        "package_version": __version__,
+        "built_from": {**keys, **urdf},
+        "build_phases": [[name, round(seconds, 4)] for name, seconds in phases],
+        "compile_seconds": round(compile_seconds, 4),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: bool,
+                 options: Any, backend: str, cache_dir: str | os.PathLike | None = None,
+                 force_rebuild: bool = False) -> Registration:
+    """The store entry of (`urdf_bytes`, `options`, `floating_base`) for `backend`,
+    built and published when needed; records `name` in the manifest.
+
+    options: a `grid_codegen.options.CodegenOptions`. urdf_source: a label for messages
+    and meta.json (the path, or "<urdf string>"). Raises `grid_codegen.compile.CompileError`
+    (the log is kept under `<root>/logs/`) when the compiler fails.
+    """
+    from grid_rbd import __version__
+
+    start = time.monotonic()
+    store = Store(cache_root(cache_dir))
+    toolchain = resolve_toolchain(backend)
+    if toolchain.backend == "cuda":
+        # The descriptor reports the architectures the artifact is compiled for.
+        options = dataclasses.replace(options, gpu_arch=toolchain.archs)
+    identity = build_identity(toolchain)
+    key_options = {"codegen": options.to_dict(), "floating_base": bool(floating_base)}
+    ikey = input_key(urdf_bytes, key_options, __version__, identity)
+    urdf = {"urdf_sha256": sha256_bytes(urdf_bytes), "urdf_source": urdf_source}
+
+    def done(entry: Entry, outcome: str, waited: bool, phases: tuple = ()) -> Registration:
+        record = {"content_key": entry.content_key, "input_key": ikey,
+                  "backend": toolchain.backend, "dtype": options.dtype, **urdf}
+        current = store.read_manifest().get(name, {})
+        if {k: current.get(k) for k in record} != record:  # a warm hit writes nothing
+            store.record(name, {**record,
+                                "registered": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        return Registration(name, store.root, ikey, entry.content_key, entry.path, outcome,
+                            waited, time.monotonic() - start, tuple(phases))
+
+    if not force_rebuild:
+        entry = store.lookup(ikey, identity)
+        if entry is not None:
+            return done(entry, "hit", False)
+    lock_start = time.monotonic()
+    with store.build_lock(ikey):
+        waited = time.monotonic() - lock_start > 0.05
+        if not force_rebuild:
+            entry = store.lookup(ikey, identity)
+            if entry is not None:
+                return done(entry, "hit", waited)
+        return _build(store, name, urdf_bytes, urdf_source, floating_base, options,
+                      toolchain, identity, ikey, urdf, force_rebuild, waited, done)
+
+
+def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
+           floating_base: bool, options: Any, toolchain: Toolchain,
+           identity: dict[str, Any], ikey: str, urdf: dict[str, str], force_rebuild: bool,
+           waited: bool, done: Any) -> Registration:
+    from grid_codegen import parse_urdf
+    from grid_codegen.compile import CompileError, compile_artifact
+    from grid_codegen.generate import generate
+
+    progress = Progress(name, total_phases=4)
+    with progress.phase("parse", urdf_source):
+        model = parse_urdf(urdf_bytes, floating_base=floating_base, source=urdf_source)
+        ee_frames = model.end_effector_frames(options.ee_joint_names or None)
+    with progress.phase("generate", f"{len(options.algorithms)} algorithms, {options.dtype}"):
+        files = generate(model, options)
+    names = _names(model, ee_frames)
+    ckey = content_key(files, identity, names)
+    existing = store.entry(ckey)
+    if existing is not None and existing.build_inputs == identity and not force_rebuild:
+        store.write_pointer(ikey, ckey)
+        progress.finish(f"generated sources match entry {ckey[:12]}: no compile; registered")
+        return done(existing, "content", waited, progress.phases)
+
+    with store.staging_dir() as staging:
+        detail = f"{toolchain.backend}, {os.path.basename(toolchain.compiler)}"
+        if toolchain.backend == "cuda":
+            detail += f", {','.join(toolchain.archs)}"
+        with progress.phase("compile", detail):
+            try:
+                result = compile_artifact(
+                    files, staging, backend=toolchain.backend, gpu_archs=toolchain.archs
+                    if toolchain.backend == "cuda" else ("sm_90",), detect_arch=False,
+                    compiler=toolchain.compiler, extra_flags=toolchain.extra_flags)
+            except CompileError as exc:
+                kept = _keep_failed_log(store, name, ikey, exc.log_path)
+                raise CompileError(str(exc).replace(str(exc.log_path), str(kept)),
+                                   kept) from None
+        with progress.phase("publish", f"store/{ckey[:12]}"):
+            meta = _meta(model, options, names, toolchain, floating_base,
+                         {"input_key": ikey, "content_key": ckey}, urdf,
+                         progress.phases, result.seconds)
+            (staging / META).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+            (staging / BUILD_INPUTS).write_text(
+                json.dumps(identity, indent=1, sort_keys=True) + "\n")
+            entry = store.publish(staging, ckey, replace=force_rebuild or existing is not None)
+            store.write_pointer(ikey, ckey)
+    progress.finish(f"built and published {ckey[:12]}")
+    return done(entry, "built", waited, progress.phases)
+
+
+def _keep_failed_log(store: Store, name: str, ikey: str, log_path: Path) -> Path:
+    logs = store.root / "logs"
+    logs.mkdir(exist_ok=True)
+    kept = logs / f"{name}-{ikey[:16]}.build.log"
+    try:
+        shutil.copyfile(log_path, kept)
+    except OSError:
+        return log_path
+    return kept

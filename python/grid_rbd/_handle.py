@@ -1,0 +1,400 @@
+"""The numpy `RobotHandle`: a loaded artifact plus the runtime context it calls into.
+
+The handle only marshals arrays: it validates inputs against the method table
+(`_methods.METHODS`), allocates or checks `out=`, and calls `_core.Artifact.call` on its
+context. Its methods are generated from that table, so the JAX and torch handles (a
+later release) get the same names, aliases, shapes and checks.
+
+Contexts: a handle from `register_robot` / `get_robot` / `load_robot` uses the artifact's
+default context (`ctx_id == 0`, created lazily by the runtime and shared by every such
+handle in the process); `handle.context()` returns a handle owning a new explicit
+context, closed by `close()`, by leaving a `with` block, or at garbage collection.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import threading
+import weakref
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grid_rbd._methods import GRAVITY, METHODS, Dims, Method, check_against_artifact
+
+_MISSING = object()
+_ARTIFACTS: dict[str, Any] = {}
+_ARTIFACTS_LOCK = threading.Lock()
+
+
+def _core() -> Any:
+    try:
+        from grid_rbd import _core as core
+    except ImportError as exc:
+        raise ImportError(
+            "grid_rbd._core, the runtime extension, is not built or not importable "
+            f"({exc}); install the package with `pip install -e .` (tools/setup.sh does "
+            "it). The store entry was built; only loading it needs the runtime."
+        ) from exc
+    return core
+
+
+def load_artifact(so_path: str | os.PathLike) -> Any:
+    """The `_core.Artifact` of `so_path`, loaded once per process (handles over one
+    artifact share its default context)."""
+    key = os.path.realpath(so_path)
+    with _ARTIFACTS_LOCK:
+        artifact = _ARTIFACTS.get(key)
+        if artifact is None:
+            if not os.path.isfile(key):
+                raise FileNotFoundError(f"no artifact at {so_path}")
+            artifact = _core().load_artifact(key)
+            _ARTIFACTS[key] = artifact
+        return artifact
+
+
+def _close_context(artifact: Any, ctx_id: int) -> None:
+    try:
+        if artifact.is_open(ctx_id):
+            artifact.close_context(ctx_id)
+    except Exception:  # noqa: BLE001 - a finalizer must not raise
+        pass
+
+
+class RobotHandle:
+    """A compiled robot: batched algorithms on numpy arrays.
+
+    Every algorithm method takes 2-D C-contiguous arrays of the handle dtype with the batch
+    on axis 0 (`q` is (B, nq); `qd`, `qdd`, `u` are (B, nv); `f_ext` is (B, 6*nb)) and
+    returns a new array, or a view of `out=`. Dynamics methods take `gravity=` (signed,
+    along z, default -9.81). Aliases: `rnea` = `inverse_dynamics`, `fd` =
+    `forward_dynamics`.
+    """
+
+    def __init__(self, artifact: Any, meta: dict[str, Any] | None = None, ctx_id: int = 0,
+                 name: str | None = None, registration: Any = None,
+                 owns_context: bool = False) -> None:
+        info = artifact.info
+        self._artifact = artifact
+        self._info = info
+        self._meta = meta or {}
+        self._ctx_id = int(ctx_id)
+        self._name = name or self._meta.get("robot_name") or str(info["robot_name"])
+        self._registration = registration
+        self._dims = Dims(int(info["nq"]), int(info["nv"]), int(info["nb"]),
+                          int(info["num_ees"]))
+        self._dtype = np.dtype(str(info["dtype"]))
+        self._algorithms: dict[str, dict[str, Any]] = dict(info["algorithms"])
+        check_against_artifact(self._algorithms, self._dims)
+        self._closed = False
+        self._finalizer = (weakref.finalize(self, _close_context, artifact, self._ctx_id)
+                           if owns_context else None)
+
+    @classmethod
+    def _open(cls, so_path: str | os.PathLike, name: str | None = None,
+              registration: Any = None) -> RobotHandle:
+        """A default-context handle on the artifact at `so_path` (meta.json beside it
+        supplies joint and body names when present)."""
+        meta_path = Path(so_path).parent / "meta.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
+        return cls(load_artifact(so_path), meta, 0, name, registration)
+
+    # -- dimensions and description ----------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The registered name (or the URDF's robot name)."""
+        return self._name
+
+    @property
+    def nq(self) -> int:
+        """Configuration width: `q` is (B, nq). Floating base: 7 + joints."""
+        return self._dims.nq
+
+    @property
+    def nv(self) -> int:
+        """Tangent width: `qd`, `qdd`, `u` and dynamics outputs are (B, nv)."""
+        return self._dims.nv
+
+    @property
+    def nb(self) -> int:
+        """Body count (the base included on a floating base): `f_ext` is (B, 6*nb)."""
+        return self._dims.nb
+
+    num_joints = nq
+    num_vel = nv
+    num_bodies = nb
+
+    @property
+    def num_ees(self) -> int:
+        """End-effector count: `end_effector_pose` is (B, 6*num_ees)."""
+        return self._dims.num_ees
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """Moving joints in configuration order (Pinocchio's order); () without meta.json."""
+        return tuple(self._meta.get("joint_names", ()))
+
+    @property
+    def body_names(self) -> tuple[str, ...]:
+        """Bodies (URDF links) in f_ext order; () without meta.json."""
+        return tuple(self._meta.get("body_names", ()))
+
+    @property
+    def ee_names(self) -> tuple[str, ...]:
+        """The end-effector frames, in `end_effector_pose` order; () without meta.json."""
+        return tuple(f["name"] for f in self._meta.get("ee_frames", ()))
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The compute dtype: inputs and outputs are arrays of it."""
+        return self._dtype
+
+    @property
+    def device(self) -> str:
+        """"cuda" for a GPU artifact, "cpu" for the host build."""
+        return "cuda" if self._info["is_gpu"] else "cpu"
+
+    @property
+    def max_batch_size(self) -> int:
+        return int(self._info["max_batch"])
+
+    @property
+    def runtime_inertia(self) -> bool:
+        """Whether `set_inertia_params` is available (a runtime_inertia=True build)."""
+        return bool(self._info["runtime_inertia"])
+
+    @property
+    def algorithms(self) -> tuple[str, ...]:
+        """The algorithms this artifact was built with."""
+        return tuple(self._algorithms)
+
+    @property
+    def path(self) -> Path:
+        """The artifact's shared object."""
+        return Path(self._artifact.path)
+
+    @property
+    def registration(self) -> Any:
+        """What `register_robot` did (store hit, compile skipped or built, the phases and
+        their seconds), or None for `get_robot` / `load_robot` handles."""
+        return self._registration
+
+    # -- the context ---------------------------------------------------------------------
+    @property
+    def ctx_id(self) -> int:
+        """The context this handle calls: 0 (the default context) or an explicit id."""
+        return self._ctx_id
+
+    @property
+    def model_version(self) -> int:
+        """The context's model version (artifact-wide epoch; bumped by every mutation)."""
+        self._check_open()
+        return int(self._artifact.model_version(self._ctx_id))
+
+    @property
+    def device_profile(self) -> dict[str, Any]:
+        """The record captured when the context was created (device, memory, arena...)."""
+        self._check_open()
+        return dict(self._artifact.device_profile(self._ctx_id))
+
+    @property
+    def closed(self) -> bool:
+        """True once `close()` closed this handle's explicit context."""
+        return self._closed
+
+    def context(self, workspace_slots: int = 0) -> RobotHandle:
+        """A new handle bound to a new explicit context on the same artifact (its own
+        arena and tables); `workspace_slots` caps its per-block workspace (0 = auto)."""
+        self._check_open()
+        if not isinstance(workspace_slots, int) or workspace_slots < 0:
+            raise ValueError(f"workspace_slots must be an int >= 0, got {workspace_slots!r}")
+        ctx = self._artifact.create_context(workspace_slots)
+        return RobotHandle(self._artifact, self._meta, ctx, self._name, self._registration,
+                           owns_context=True)
+
+    def close(self) -> None:
+        """Close this handle's context (idempotent). An explicit context refuses later
+        calls; closing a default-context handle closes the default incarnation, which
+        the next call on any default handle re-creates (a new model epoch)."""
+        if self._finalizer is not None:
+            if not self._closed:
+                self._closed = True
+                self._finalizer()
+            return
+        _close_context(self._artifact, 0)
+
+    def __enter__(self) -> RobotHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"this handle's context {self._ctx_id:#x} was closed; open a "
+                               "new one with handle.context()")
+
+    # -- runtime tables ------------------------------------------------------------------
+    def set_inertia_params(self, table: np.ndarray) -> int:
+        """Replace this context's inertia table: `table` is (nb, 10), per body Pinocchio's
+        dynamic parameters [m, m c (3), Ixx, Ixy, Iyy, Ixz, Iyz, Izz]. Only this context
+        sees it. Returns the new model version."""
+        self._check_open()
+        if not self.runtime_inertia:
+            raise RuntimeError(f"{self._name} was built without runtime_inertia; register "
+                               "it with runtime_inertia=True to set inertia parameters")
+        arr = np.asarray(table)
+        shape = (self.nb, 10)
+        if arr.shape not in (shape, (10 * self.nb,)):
+            raise ValueError(f"inertia table has shape {arr.shape}; this robot's is "
+                             f"(nb, 10) = {shape}")
+        if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)):
+            raise ValueError("inertia table must hold finite floating-point values")
+        arr = np.ascontiguousarray(arr.reshape(shape), dtype=self._dtype)
+        return int(self._artifact.set_inertia_params(self._ctx_id, arr))
+
+    def get_inertia_params(self) -> np.ndarray:
+        """This context's current inertia table, (nb, 10)."""
+        self._check_open()
+        return np.asarray(self._artifact.get_inertia_params(self._ctx_id)).reshape(self.nb,
+                                                                                   10)
+
+    def pinned_empty(self, shape: int | tuple[int, ...]) -> np.ndarray:
+        """An uninitialised page-locked array of the handle dtype (an ordinary array on
+        the CPU backend): allocate once and pass as `out=` to skip the host copy."""
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        if not all(isinstance(n, (int, np.integer)) and n >= 0 for n in shape):
+            raise ValueError(f"shape must be non-negative ints, got {shape!r}")
+        return self._artifact.pinned_empty(tuple(int(n) for n in shape))
+
+    # -- calls -----------------------------------------------------------------------------
+    def _run(self, method: Method, args: tuple, kwargs: dict[str, Any]) -> np.ndarray:
+        inputs = method.inputs
+        if len(args) > len(inputs):
+            raise TypeError(f"{method.name}() takes {len(inputs)} inputs "
+                            f"({', '.join(p.name for p in inputs)}), got {len(args)}")
+        values = list(args) + [_MISSING] * (len(inputs) - len(args))
+        out = kwargs.pop("out", None)
+        gravity = kwargs.pop("gravity", GRAVITY) if method.uses_gravity else GRAVITY
+        for key, value in kwargs.items():
+            index = next((i for i, p in enumerate(inputs) if p.name == key), None)
+            if index is None:
+                raise TypeError(f"{method.name}() got an unexpected keyword argument {key!r}")
+            if values[index] is not _MISSING:
+                raise TypeError(f"{method.name}() got multiple values for {key!r}")
+            values[index] = value
+        self._check_open()
+        if method.name not in self._algorithms:
+            raise RuntimeError(
+                f"{method.name} was not built into this artifact (built: "
+                f"{', '.join(self._algorithms)}); register with it in algorithm_list")
+
+        batch: int | None = None
+        first = ""
+        arrays: list[np.ndarray | None] = []
+        for port, value in zip(inputs, values, strict=True):
+            if value is _MISSING or value is None:
+                if port.required:
+                    raise TypeError(f"{method.name}() missing required input {port.name!r}")
+                arrays.append(None)
+                continue
+            arr = self._check_input(port, value)
+            if batch is None:
+                batch, first = arr.shape[0], port.name
+            elif arr.shape[0] != batch:
+                raise ValueError(f"{port.name} has batch {arr.shape[0]}; {first} has batch "
+                                 f"{batch} (every input shares axis 0)")
+            arrays.append(arr)
+        assert batch is not None
+        if batch > self.max_batch_size:
+            raise ValueError(f"batch {batch} exceeds this artifact's max_batch_size "
+                             f"{self.max_batch_size}; split the batch or register with a "
+                             "larger max_batch_size")
+        shape = (batch, *method.output_shape(self._dims))
+        if out is None:
+            result = np.empty(shape, dtype=self._dtype)
+            buffer = result
+        else:
+            buffer = self._check_out(method, out, batch)
+            result = buffer.reshape(shape)
+        self._artifact.call(self._ctx_id, method.name, arrays, buffer, float(gravity))
+        return result
+
+    def _check_input(self, port: Any, value: Any) -> np.ndarray:
+        width = port.width(self._dims)
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{port.name} must be a numpy.ndarray of shape (B, {width}); got "
+                            f"{type(value).__name__}")
+        if value.ndim != 2:
+            raise ValueError(f"{port.name} must be 2-D (B, {width}) with the batch on axis 0; "
+                             f"got shape {value.shape}")
+        if value.shape[1] != width:
+            raise ValueError(f"{port.name} has width {value.shape[1]}; this robot's "
+                             f"{port.width.describe(self._dims)}")
+        if value.dtype != self._dtype:
+            raise ValueError(f"{port.name} has dtype {value.dtype}; this robot computes in "
+                             f"{self._dtype} (pass {port.name}.astype(np.{self._dtype}), or "
+                             f"register with dtype='{value.dtype}')")
+        if not value.flags.c_contiguous:
+            raise ValueError(f"{port.name} is not C-contiguous; pass "
+                             f"np.ascontiguousarray({port.name})")
+        return value
+
+    def _check_out(self, method: Method, out: Any, batch: int) -> np.ndarray:
+        shapes = method.out_shapes(batch, self._dims)
+        expected = " or ".join(str(s) for s in shapes)
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a numpy.ndarray of shape {expected}; got "
+                            f"{type(out).__name__}")
+        if out.dtype != self._dtype:
+            raise ValueError(f"out has dtype {out.dtype}; {method.name} writes {self._dtype}")
+        if not out.flags.c_contiguous:
+            raise ValueError("out is not C-contiguous; allocate it with pinned_empty(shape) "
+                             "or np.empty(shape)")
+        if not out.flags.writeable:
+            raise ValueError("out is read-only")
+        if out.shape not in shapes:
+            raise ValueError(f"out has shape {out.shape}; {method.name} on a batch of {batch} "
+                             f"writes {expected}")
+        return out
+
+    def __repr__(self) -> str:
+        state = " closed" if self._closed else ""
+        return (f"<RobotHandle {self._name!r} nq={self.nq} nv={self.nv} nb={self.nb} "
+                f"dtype={self._dtype} device={self.device!r} ctx_id={self._ctx_id:#x}{state}>")
+
+
+def _make_method(method: Method, public_name: str) -> Any:
+    def call(self: RobotHandle, *args: Any, **kwargs: Any) -> np.ndarray:
+        return self._run(method, args, kwargs)
+
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                 default=inspect.Parameter.empty if p.required else None,
+                                 annotation=np.ndarray)
+               for p in method.inputs]
+    if method.uses_gravity:
+        params.append(inspect.Parameter("gravity", inspect.Parameter.KEYWORD_ONLY,
+                                        default=GRAVITY, annotation=float))
+    params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                    annotation="np.ndarray | None"))
+    call.__signature__ = inspect.Signature(params, return_annotation=np.ndarray)
+    call.__name__ = public_name
+    call.__qualname__ = f"RobotHandle.{public_name}"
+    call.__doc__ = method.docstring() if public_name == method.name else (
+        f"Alias of `{method.name}`.\n\n{method.docstring()}")
+    return call
+
+
+def install_methods(cls: type, methods: tuple[Method, ...] = METHODS) -> None:
+    """Give `cls` one method per table entry and alias (shared with the JAX and torch
+    handles, which supply their own `_run`)."""
+    for method in methods:
+        for public in (method.name, *method.aliases):
+            setattr(cls, public, _make_method(method, public))
+
+
+install_methods(RobotHandle)

@@ -1,0 +1,79 @@
+// A loaded artifact: its image, salt, model epoch and contexts. The runtime's entry point.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "grid_rbd/artifact_library.hpp"
+#include "grid_rbd/context.hpp"
+#include "grid_rbd/context_registry.hpp"
+#include "grid_rbd/device_profile.hpp"
+#include "grid_rbd/host_call.hpp"
+#include "grid_rbd/model_epoch.hpp"
+
+namespace grid_rbd {
+
+/// One load of an artifact `.so`. Loading the same path twice gives two Artifacts with
+/// different salts: their contexts and ids are separate.
+///
+/// Context ids: 0 is the alias of the default context, which is created lazily on first
+/// use, shared by every caller that uses the alias, and re-created (a new incarnation: a
+/// new id and a new model version) on first use after it was closed. Explicit contexts
+/// come from create_context. Every operation below resolves its id at call time.
+class Artifact {
+ public:
+  /// Throws ArtifactError naming `path` when it cannot be loaded or its ABI is not ours.
+  explicit Artifact(const std::string& path);
+  /// Closes every context (draining its calls) before the image may be unloaded.
+  ~Artifact();
+
+  Artifact(const Artifact&) = delete;
+  Artifact& operator=(const Artifact&) = delete;
+
+  const ArtifactLibrary& library() const { return *library_; }
+  const std::shared_ptr<const ArtifactLibrary>& shared_library() const { return library_; }
+  uint64_t salt() const { return salt_; }
+  uint64_t model_epoch() const { return epoch_.current(); }
+
+  /// The id of the current default incarnation, creating it if there is none open.
+  uint64_t default_context();
+  /// A new explicit context; workspace_slots caps its per-block slots (0 = auto-fit).
+  uint64_t create_context(int32_t workspace_slots);
+  /// Closes the context (0: the current default incarnation, if any). Closing a closed
+  /// context of this artifact is a no-op; unknown and foreign ids are refused.
+  void close_context(uint64_t id);
+  /// Whether `id` names an open context (0: whether a default incarnation is open now;
+  /// this does not create one). Never throws.
+  bool is_open(uint64_t id) const;
+
+  /// A host call (see plan_call for what is checked) on context `id`.
+  void call(uint64_t id, const std::string& algorithm, const std::vector<HostArray>& inputs,
+            const HostArray& out, double gravity);
+  /// Replaces context `id`'s inertia table (nb x 10 scalars of the artifact dtype, as
+  /// bytes); returns its new model version.
+  uint64_t set_inertia_params(uint64_t id, const std::vector<std::byte>& table);
+  std::vector<std::byte> inertia_params(uint64_t id);
+  uint64_t model_version(uint64_t id);
+  DeviceProfile device_profile(uint64_t id);
+
+  /// A strong reference to context `id` (0: the default, created if needed); throws
+  /// ContextError for unknown, foreign or closed ids.
+  std::shared_ptr<Context> resolve(uint64_t id);
+
+ private:
+  std::shared_ptr<Context> make_context(int32_t workspace_slots);
+  std::shared_ptr<Context> default_incarnation();
+
+  std::shared_ptr<const ArtifactLibrary> library_;
+  const uint64_t salt_;
+  ModelEpoch epoch_;
+  ContextRegistry registry_;
+  mutable std::mutex default_mutex_;   // serialises creating the default incarnation
+  std::shared_ptr<Context> default_;   // guarded by default_mutex_
+};
+
+}  // namespace grid_rbd
