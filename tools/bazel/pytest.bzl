@@ -11,7 +11,7 @@ _RUNNER = "//tools/bazel:pytest_runner.py"
 # pytest's configuration (pyproject.toml / conftest at the root), when present.
 _PYTEST_CONFIG = "//:pytest_config"
 
-def grid_py_test(name, srcs, args = [], data = [], deps = [], tags = [], **kwargs):
+def grid_py_test(name, srcs, args = [], data = [], deps = [], tags = [], env = {}, **kwargs):
     """Runs pytest on `srcs`.
 
     Args:
@@ -22,6 +22,7 @@ def grid_py_test(name, srcs, args = [], data = [], deps = [], tags = [], **kwarg
       data: runtime files (URDFs, conftest.py, fixtures).
       deps: py_library targets the tests import.
       tags: Bazel tags, e.g. ["gpu"] for tests that need a GPU.
+      env: extra environment of the test ($(rootpath ...) is expanded).
       **kwargs: passed to py_test (size, timeout, shard_count, ...).
     """
     native.py_test(
@@ -35,7 +36,7 @@ def grid_py_test(name, srcs, args = [], data = [], deps = [], tags = [], **kwarg
         deps = deps,
         # Runfiles are read-only symlink trees: no __pycache__ (nor pytest's
         # assertion-rewrite cache) there.
-        env = {"PYTHONDONTWRITEBYTECODE": "1"},
+        env = dict(env, PYTHONDONTWRITEBYTECODE = "1"),
         tags = tags,
         **kwargs
     )

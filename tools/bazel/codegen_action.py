@@ -1,0 +1,28 @@
+"""Entry point of the grid_robot build actions: `python3 codegen_action.py ROOT ARGS...`.
+
+Runs `grid_codegen.cli.main(ARGS)` with the code generator imported from ROOT, the
+execroot-relative folder holding the action's declared `grid_codegen/` sources, and
+refuses to run if Python found `grid_codegen` anywhere else (the venv's editable install
+of the project maps it to the source tree, which is not an input of the action).
+"""
+
+import os
+import sys
+
+
+def main() -> int:
+    root = os.path.abspath(sys.argv[1])
+    sys.path.insert(0, root)
+    import grid_codegen
+    from grid_codegen.cli import main as cli_main
+
+    where = os.path.abspath(grid_codegen.__file__)
+    if not where.startswith(root + os.sep):
+        print(f"grid_codegen was imported from {where}, not from the action's inputs "
+              f"under {root}", file=sys.stderr)
+        return 2
+    return cli_main(sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,350 @@
+"""grid_robot: one robot (a URDF plus options) as Bazel targets.
+
+    load("//tools/bazel:grid_robot.bzl", "grid_robot")
+
+    grid_robot(
+        name = "go2",
+        urdf = "@example_robot_data//:go2_description/urdf/go2.urdf",
+        floating_base = True,
+    )
+
+creates, for `name = "go2"`:
+
+  go2_generated   the code generator run as an action: URDF + options in,
+                  `go2_generated/{grid.cuh,wrapper.cu,options.json}` out (each
+                  addressable, e.g. `:go2_generated/grid.cuh`; also a CcInfo, so a C++ or
+                  CUDA target can `deps` on it and `#include "grid.cuh"`)
+  go2_cpu         `go2_cpu.so`, the artifact built by the host C++ compiler
+  go2_cuda        `go2_cuda.so`, the artifact built by nvcc from //cuda's toolchain for
+                  the architectures of `--//cuda:archs` (default sm_90); builds without
+                  a GPU; tag `cuda` (skip with --build_tag_filters=-cuda)
+  go2_cpu_test    the CPU artifact against the float64 reference, every algorithm
+  go2_gpu_test    the CUDA artifact against the reference on the GPU; tags `gpu` and
+                  `requires-gpu-nvidia`; skips, saying why, where no GPU is usable
+  go2_tests       a test_suite of both (tag `manual`: `:all` holds both tests already)
+
+Hermetic by construction: every action reads only its declared inputs, all named by
+content in its cache key.
+  generate  URDF, the options (on the command line), the generator's sources
+            (//codegen:grid_codegen), its entry point, //:requirements.lock (which pins
+            the venv the generator runs in) and the venv launcher (Python's version)
+  compile   the generated files, the compile driver (same sources), the host compiler's
+            identity (@grid_host_cc//:toolchain.json: path, version, OpenMP) and, for
+            CUDA, every file of the toolkit
+The command lines hold no absolute path, so clones anywhere share a remote cache. Both
+artifacts are compiled by `python -m grid_codegen compile`, i.e. with the command lines
+of `grid_codegen.compile` that the pip path (`compile_artifact`) uses.
+"""
+
+load("//cuda:defs.bzl", "CUDA_TOOLCHAIN_TYPE", "CudaArchsInfo")
+load(":pytest.bzl", "grid_py_test")
+
+# The algorithms the generator builds (grid_codegen.options.ALGORITHMS), for early
+# errors; the generator itself is the authority and validates again.
+GRID_ALGORITHMS = [
+    "inverse_dynamics",
+    "crba",
+    "minv",
+    "forward_dynamics",
+    "aba",
+    "end_effector_pose",
+    "end_effector_pose_gradient",
+    "inverse_dynamics_gradient",
+    "forward_dynamics_gradient",
+]
+
+# The runtime for the robot tests' `grid_rbd.load_robot` check. //python:grid_rbd ships
+# the in-tree build of the extension `grid_rbd._core` (made outside Bazel by
+# `pip install -e .` or tools/build_core.sh) as data; when the runtime becomes a Bazel
+# target, add it here. Without any build of it, that one test skips, saying so.
+GRID_RUNTIME_DEPS = []
+
+GridSourcesInfo = provider(
+    doc = "The generated sources of one robot.",
+    fields = {
+        "header": "File: grid.cuh",
+        "wrapper": "File: wrapper.cu (includes grid.cuh)",
+        "options": "File: options.json, the canonical CodegenOptions",
+        "archs": "list of 'sm_XY' the sources were generated for",
+    },
+)
+
+# A fixed environment: PATH for the compilers' helpers (as, ld), and Python that neither
+# writes bytecode nor reads the user's site-packages.
+_ACTION_ENV = {
+    "LC_ALL": "C",
+    "PATH": "/usr/bin:/bin",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONHASHSEED": "0",
+    "PYTHONNOUSERSITE": "1",
+}
+
+_TOOL_ATTRS = {
+    "_python": attr.label(
+        default = Label("@grid_python//:python3"),
+        allow_single_file = True,
+        executable = True,
+        cfg = "exec",
+    ),
+    "_entry": attr.label(
+        default = Label("//tools/bazel:codegen_action.py"),
+        allow_single_file = True,
+    ),
+    "_codegen": attr.label(
+        default = Label("//codegen:grid_codegen"),
+        providers = [PyInfo],
+        cfg = "exec",
+    ),
+    "_lock": attr.label(
+        default = Label("//:requirements.lock"),
+        allow_single_file = True,
+    ),
+}
+
+def _codegen_inputs(ctx):
+    """(inputs, the folder to import grid_codegen from) of an action running the CLI."""
+    sources = ctx.attr._codegen[PyInfo].transitive_sources.to_list()
+    root = None
+    for f in sources:
+        if f.path.endswith("/grid_codegen/__init__.py"):
+            root = f.path[:-len("/grid_codegen/__init__.py")]
+    if root == None:
+        fail("//codegen:grid_codegen has no grid_codegen/__init__.py")
+    return sources + [ctx.file._entry, ctx.file._lock], root
+
+def _run_codegen(ctx, arguments, inputs, outputs, mnemonic, message):
+    codegen, root = _codegen_inputs(ctx)
+    ctx.actions.run(
+        executable = ctx.executable._python,
+        arguments = [ctx.file._entry.path, root] + arguments,
+        inputs = depset(codegen, transitive = [inputs]),
+        outputs = outputs,
+        env = _ACTION_ENV,
+        mnemonic = mnemonic,
+        progress_message = message,
+    )
+
+# -- <name>_generated -------------------------------------------------------------------
+def _grid_generated_sources_impl(ctx):
+    archs = ctx.attr._archs[CudaArchsInfo].archs
+    header, wrapper, options = ctx.outputs.header, ctx.outputs.wrapper, ctx.outputs.options
+    if header.dirname != wrapper.dirname or header.dirname != options.dirname:
+        fail("header, wrapper and options must be declared in one folder")
+    args = [
+        ctx.file.urdf.path,
+        "--out-dir",
+        header.dirname,
+        "--dtype",
+        ctx.attr.dtype,
+        "--algorithms",
+        ",".join(ctx.attr.algorithms or GRID_ALGORITHMS),
+        "--max-batch-size",
+        str(ctx.attr.max_batch_size),
+        "--gpu-arch",
+        ",".join(archs),
+        "--strategy",
+        ctx.attr.strategy,
+    ]
+    if ctx.attr.floating_base:
+        args.append("--floating-base")
+    if ctx.attr.runtime_inertia:
+        args.append("--runtime-inertia")
+    if ctx.attr.ee_joint_names:
+        args += ["--ee-joint-names", ",".join(ctx.attr.ee_joint_names)]
+    _run_codegen(
+        ctx,
+        ["generate"] + args,
+        depset([ctx.file.urdf]),
+        [header, wrapper, options],
+        "GridGenerate",
+        "Generating grid-rbd sources of %s" % ctx.label,
+    )
+    compilation = cc_common.create_compilation_context(
+        headers = depset([header]),
+        includes = depset([header.dirname]),
+    )
+    return [
+        DefaultInfo(files = depset([header, wrapper, options])),
+        GridSourcesInfo(header = header, wrapper = wrapper, options = options, archs = archs),
+        CcInfo(compilation_context = compilation),
+    ]
+
+grid_generated_sources = rule(
+    implementation = _grid_generated_sources_impl,
+    attrs = dict(_TOOL_ATTRS, **{
+        "urdf": attr.label(allow_single_file = [".urdf", ".xml"], mandatory = True),
+        "floating_base": attr.bool(default = False),
+        "dtype": attr.string(default = "float32", values = ["float32", "float64"]),
+        "algorithms": attr.string_list(doc = "default: every algorithm"),
+        "ee_joint_names": attr.string_list(),
+        "runtime_inertia": attr.bool(default = False),
+        "max_batch_size": attr.int(default = 65536),
+        "strategy": attr.string(default = "block", values = ["block", "thread"]),
+        "header": attr.output(mandatory = True),
+        "wrapper": attr.output(mandatory = True),
+        "options": attr.output(mandatory = True),
+        "_archs": attr.label(default = Label("//cuda:archs")),
+    }),
+    doc = "Runs the grid-rbd code generator on a URDF (see grid_robot).",
+)
+
+# -- <name>_cpu / <name>_cuda -----------------------------------------------------------
+_COMPILE_ATTRS = dict(_TOOL_ATTRS, **{
+    "srcs": attr.label(mandatory = True, providers = [GridSourcesInfo]),
+    "_host": attr.label(
+        default = Label("@grid_host_cc//:toolchain.json"),
+        allow_single_file = True,
+    ),
+})
+
+def _compile(ctx, backend, extra_args, extra_inputs):
+    sources = ctx.attr.srcs[GridSourcesInfo]
+    so = ctx.actions.declare_file(ctx.label.name + ".so")
+    _run_codegen(
+        ctx,
+        [
+            "compile",
+            "--backend",
+            backend,
+            "--source",
+            sources.wrapper.path,
+            "--output",
+            so.path,
+            "--host-toolchain",
+            ctx.file._host.path,
+        ] + extra_args,
+        depset([sources.wrapper, sources.header, ctx.file._host], transitive = extra_inputs),
+        [so],
+        "GridCompileCpu" if backend == "cpu" else "GridCompileCuda",
+        "Compiling %s (%s)" % (ctx.label, backend),
+    )
+    return [DefaultInfo(files = depset([so]), runfiles = ctx.runfiles(files = [so]))]
+
+def _grid_cpu_library_impl(ctx):
+    return _compile(ctx, "cpu", [], [])
+
+grid_cpu_library = rule(
+    implementation = _grid_cpu_library_impl,
+    attrs = _COMPILE_ATTRS,
+    doc = "The CPU artifact (.so) of grid_generated_sources, built by the host compiler.",
+)
+
+def _grid_cuda_library_impl(ctx):
+    cuda = ctx.toolchains[CUDA_TOOLCHAIN_TYPE].cuda
+    archs = ctx.attr.srcs[GridSourcesInfo].archs
+    return _compile(
+        ctx,
+        "cuda",
+        [
+            "--compiler",
+            cuda.nvcc.path,
+            "--gpu-arch",
+            ",".join(archs),
+            "--library-dir",
+            cuda.lib_dir,
+        ],
+        [cuda.toolkit],
+    )
+
+grid_cuda_library = rule(
+    implementation = _grid_cuda_library_impl,
+    attrs = _COMPILE_ATTRS,
+    toolchains = [CUDA_TOOLCHAIN_TYPE],
+    doc = "The CUDA artifact (.so) of grid_generated_sources, built by nvcc (//cuda).",
+)
+
+# -- the macro --------------------------------------------------------------------------
+_TEST = "//tools/bazel:robot_artifact_test.py"
+_TEST_SUPPORT = "//tests:test_support"
+_GRID_RBD = "//python:grid_rbd"
+
+def grid_robot(
+        name,
+        urdf,
+        floating_base = False,
+        dtype = "float32",
+        algorithms = None,
+        ee_joint_names = None,
+        runtime_inertia = False,
+        max_batch_size = 65536,
+        strategy = "block",
+        tags = [],
+        visibility = None):
+    """A robot's generated sources, CPU and CUDA artifacts and their tests.
+
+    Args:
+      name: the robot; prefixes every target (see the module doc).
+      urdf: label of the URDF file.
+      floating_base: add a free-flyer root joint (q = [p, quat xyzw, joints]).
+      dtype: "float32" (default) or "float64".
+      algorithms: the algorithms to build (default: all of GRID_ALGORITHMS).
+      ee_joint_names: joints whose frames are the end effectors (default: leaf bodies).
+      runtime_inertia: read the inertias from a per-context table at run time.
+      max_batch_size: the largest batch a launch accepts.
+      strategy: "block" (one item per thread block) or "thread" (one per thread).
+      tags: added to every target.
+      visibility: of the generated sources and the two artifacts.
+    """
+    if dtype not in ("float32", "float64"):
+        fail("grid_robot(%s): dtype must be float32 or float64, got %r" % (name, dtype))
+    for algorithm in algorithms or []:
+        if algorithm not in GRID_ALGORITHMS:
+            fail("grid_robot(%s): unknown algorithm %r; the generator builds %s" %
+                 (name, algorithm, ", ".join(GRID_ALGORITHMS)))
+
+    generated = name + "_generated"
+    grid_generated_sources(
+        name = generated,
+        urdf = urdf,
+        floating_base = floating_base,
+        dtype = dtype,
+        algorithms = algorithms or [],
+        ee_joint_names = ee_joint_names or [],
+        runtime_inertia = runtime_inertia,
+        max_batch_size = max_batch_size,
+        strategy = strategy,
+        header = generated + "/grid.cuh",
+        wrapper = generated + "/wrapper.cu",
+        options = generated + "/options.json",
+        tags = tags,
+        visibility = visibility,
+    )
+    grid_cpu_library(
+        name = name + "_cpu",
+        srcs = ":" + generated,
+        tags = tags,
+        visibility = visibility,
+    )
+    grid_cuda_library(
+        name = name + "_cuda",
+        srcs = ":" + generated,
+        tags = tags + ["cuda"],
+        visibility = visibility,
+    )
+
+    for backend, test_tags in (("cpu", []), ("cuda", ["gpu", "requires-gpu-nvidia", "cuda"])):
+        artifact = ":%s_%s" % (name, backend)
+        grid_py_test(
+            name = "%s_%s_test" % (name, "cpu" if backend == "cpu" else "gpu"),
+            srcs = [_TEST],
+            args = ["-rs"],
+            data = [artifact, urdf, ":%s/options.json" % generated, _TEST_SUPPORT],
+            deps = [_GRID_RBD] + GRID_RUNTIME_DEPS,
+            env = {
+                "GRID_RBD_ARTIFACT": "$(rootpath %s)" % artifact,
+                "GRID_RBD_BACKEND": backend,
+                "GRID_RBD_FLOATING_BASE": "1" if floating_base else "0",
+                "GRID_RBD_OPTIONS": "$(rootpath :%s/options.json)" % generated,
+                "GRID_RBD_URDF": "$(rootpath %s)" % urdf,
+            },
+            size = "small",
+            tags = tags + test_tags,
+        )
+    # "manual": wildcards (`:all`, `//robots/...`) already hold both tests, and would
+    # expand the suite past --build_tag_filters (so `--config=cpu` would still run nvcc
+    # for the GPU test's data). Other tags would filter the suite's tests, not label it.
+    native.test_suite(
+        name = name + "_tests",
+        tests = [":%s_cpu_test" % name, ":%s_gpu_test" % name],
+        tags = ["manual"],
+    )
