@@ -6,12 +6,28 @@ refuses to run if Python found `grid_codegen` anywhere else (the venv's editable
 of the project maps it to the source tree, which is not an input of the action).
 """
 
+import importlib.machinery
 import os
 import sys
 
 
+def _drop_redirecting_finders(package: str) -> None:
+    """Remove import hooks other than the path finder that claim `package`: an editable
+    install (scikit-build-core's redirecting finder) maps it to the source tree."""
+    for finder in list(sys.meta_path):
+        if finder is importlib.machinery.PathFinder:
+            continue
+        try:
+            claims = finder.find_spec(package, None) is not None
+        except (AttributeError, ImportError, ValueError):
+            claims = False
+        if claims:
+            sys.meta_path.remove(finder)
+
+
 def main() -> int:
     root = os.path.abspath(sys.argv[1])
+    _drop_redirecting_finders("grid_codegen")
     sys.path.insert(0, root)
     import grid_codegen
     from grid_codegen.cli import main as cli_main
