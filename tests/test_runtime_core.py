@@ -11,6 +11,7 @@ test_codegen_cpu.py also builds, so one pytest session compiles each once).
 from __future__ import annotations
 
 import gc
+import os
 import shutil
 import subprocess
 import threading
@@ -57,6 +58,19 @@ def iiwa():
     harness, _ = build_cached("iiwa14", dtype="float64")
     ref = reference.load(ROBOTS["iiwa14"].path)
     return _core.load_artifact(str(harness.path)), ref, random_states(ref.model, 5, seed=3)
+
+
+def test_core_is_the_bazel_build_under_bazel():
+    """Under Bazel (//tests:test_runtime_core), the `_core` these tests exercise is the
+    Bazel build //runtime:_core.so that //python:grid_rbd ships (its runfiles path is in
+    GRID_RBD_CORE), not the in-tree build in the source package python/grid_rbd/."""
+    expected = os.environ.get("GRID_RBD_CORE")
+    if not expected:
+        pytest.skip("not run by Bazel (GRID_RBD_CORE unset): _core is " + _core.__file__)
+    assert os.path.abspath(_core.__file__) == os.path.abspath(expected), _core.__file__
+    real = Path(os.path.realpath(_core.__file__))
+    assert "bazel-out" in real.parts and real.parent.parts[-3:] == ("bin", "python",
+                                                                   "grid_rbd"), real
 
 
 def _call(artifact, algorithm, inputs, batch, gravity=-9.81, out=None):

@@ -53,11 +53,14 @@ GRID_ALGORITHMS = [
     "forward_dynamics_gradient",
 ]
 
-# The runtime for the robot tests' `grid_rbd.load_robot` check. //python:grid_rbd ships
-# the in-tree build of the extension `grid_rbd._core` (made outside Bazel by
-# `pip install -e .` or tools/build_core.sh) as data; when the runtime becomes a Bazel
-# target, add it here. Without any build of it, that one test skips, saying so.
-GRID_RUNTIME_DEPS = []
+# The runtime for the robot tests' `grid_rbd.load_robot` check: the Bazel build of the
+# extension `grid_rbd._core` (//runtime:_core.so, named grid_rbd/_core<EXT_SUFFIX> by
+# //python:grid_rbd_core; //python:grid_rbd depends on it too). The test gets the runfiles
+# path of GRID_RUNTIME_CORE in GRID_RBD_CORE and fails unless that is the module it
+# imported (not an in-tree build of `pip install -e .` or tools/build_core.sh).
+GRID_RUNTIME_DEPS = ["//python:grid_rbd_core"]
+
+GRID_RUNTIME_CORE = "//python:grid_rbd_core_so"
 
 GridSourcesInfo = provider(
     doc = "The generated sources of one robot.",
@@ -328,11 +331,13 @@ def grid_robot(
             name = "%s_%s_test" % (name, "cpu" if backend == "cpu" else "gpu"),
             srcs = [_TEST],
             args = ["-rs"],
-            data = [artifact, urdf, ":%s/options.json" % generated, _TEST_SUPPORT],
+            data = [artifact, urdf, ":%s/options.json" % generated, _TEST_SUPPORT,
+                    GRID_RUNTIME_CORE],
             deps = [_GRID_RBD] + GRID_RUNTIME_DEPS,
             env = {
                 "GRID_RBD_ARTIFACT": "$(rootpath %s)" % artifact,
                 "GRID_RBD_BACKEND": backend,
+                "GRID_RBD_CORE": "$(rootpath %s)" % GRID_RUNTIME_CORE,
                 "GRID_RBD_FLOATING_BASE": "1" if floating_base else "0",
                 "GRID_RBD_OPTIONS": "$(rootpath :%s/options.json)" % generated,
                 "GRID_RBD_URDF": "$(rootpath %s)" % urdf,

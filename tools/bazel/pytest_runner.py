@@ -3,6 +3,12 @@
 Bazel runs this from the runfiles root with the test files' runfiles paths
 first in argv, then the target's extra args. A run that selects no test is a
 failure: a filter (-k) or a rename that silently selects nothing must not pass.
+
+In-tree packages (grid_rbd, grid_codegen, and grid_rbd._core, which //python:grid_rbd
+ships as the Bazel build of //runtime:_core.so) come from the runfiles, the test's
+declared inputs. The venv's editable install of the project (`pip install -e .` in
+tools/setup.sh) would map them to the source tree instead, through a meta-path finder
+that runs before sys.path: the runner removes that finder first.
 """
 
 import os
@@ -13,7 +19,16 @@ import pytest
 _NO_TESTS_COLLECTED = 5
 
 
+def _drop_editable_finders() -> None:
+    """Removes scikit-build-core's editable-install finders from sys.meta_path."""
+    sys.meta_path[:] = [
+        finder for finder in sys.meta_path
+        if type(finder).__name__ != "ScikitBuildRedirectingFinder"
+    ]
+
+
 def main(argv: list[str]) -> int:
+    _drop_editable_finders()
     args = [*argv, "-p", "no:cacheprovider"]
     # Bazel asks for a JUnit XML report here; it then shows per-case results.
     xml = os.environ.get("XML_OUTPUT_FILE")

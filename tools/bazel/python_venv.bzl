@@ -18,6 +18,11 @@ also holds `python3`, a launcher whose text does not depend on where the venv li
 finds the venv through the repository's `venv` symlink): an action's cache key holds the
 launcher's bytes, with the Python version written into them, instead of an absolute
 path, so clones at different paths share a remote cache.
+
+For C++ extensions (//runtime:_core.so) it exposes `:python_headers` (the interpreter's
+`sysconfig.get_paths()["include"]`) and `:pybind11_headers` (`pybind11.get_include()`)
+as cc_library targets over folders linked into the repository, and defs.bzl's
+EXTENSION_SUFFIX (sysconfig's EXT_SUFFIX) names the importable module file.
 """
 
 _ENV = "GRID_RBD_VENV"
@@ -50,6 +55,23 @@ toolchain(
 
 # The venv's interpreter for build actions (see python_venv.bzl).
 exports_files(["python3"])
+
+# Headers for C++ extensions built against this interpreter (//runtime:_core.so): the
+# interpreter's include folder (sysconfig.get_paths()["include"]) and pybind11's
+# (pybind11.get_include(), pinned by requirements.lock), linked into this repository so
+# every header is a declared input.
+cc_library(
+    name = "python_headers",
+    hdrs = glob(["python_include/**/*.h"]),
+    includes = ["python_include"],
+)
+
+cc_library(
+    name = "pybind11_headers",
+    hdrs = glob(["pybind11_include/**/*.h"]),
+    includes = ["pybind11_include"],
+    deps = [":python_headers"],
+)
 """
 
 _LAUNCHER = """\
@@ -59,6 +81,13 @@ _LAUNCHER = """\
 # these bytes (part of every action key that runs them) are the same in every clone.
 here="$(dirname "$(readlink -f "$0")")"
 exec "$here/venv/bin/python3" "$@"
+"""
+
+_INCLUDES = """\
+import sysconfig, pybind11
+print(sysconfig.get_paths()["include"])
+print(pybind11.get_include())
+print(sysconfig.get_config_var("EXT_SUFFIX"))
 """
 
 def _grid_python_venv_impl(rctx):
@@ -90,13 +119,28 @@ def _grid_python_venv_impl(rctx):
         if digest not in rctx.read(stamp):
             print("grid-rbd: %s was built from another requirements.lock; run tools/setup.sh." % venv)
 
+    # The include folders of the interpreter and of pybind11, for C++ extensions.
+    paths = rctx.execute([python, "-c", _INCLUDES])
+    if paths.return_code != 0:
+        fail(("grid-rbd: %s cannot report its include folders (is pybind11 installed? " +
+              "run tools/setup.sh).\n%s") % (python, paths.stderr))
+    python_include, pybind11_include, ext_suffix = paths.stdout.strip().split("\n")
+    for path in (python_include, pybind11_include):
+        if not rctx.path(path + "/").exists:
+            fail("grid-rbd: include folder %s of %s does not exist" % (path, python))
+    rctx.symlink(python_include, "python_include")
+    rctx.symlink(pybind11_include, "pybind11_include")
+
     rctx.file("BUILD.bazel", _BUILD.format(python = python))
     rctx.symlink(venv, "venv")
     rctx.file("python3", _LAUNCHER.format(version = probe.stdout.strip()), executable = True)
     rctx.file("WORKSPACE", 'workspace(name = "%s")\n' % rctx.name)
 
     # For rules that need the interpreter's facts at loading time.
-    rctx.file("defs.bzl", 'PYTHON3 = "%s"\nPYTHON_VERSION = "%s"\n' % (python, probe.stdout.strip()))
+    # EXTENSION_SUFFIX: sysconfig's EXT_SUFFIX (e.g. ".cpython-311-x86_64-linux-gnu.so"),
+    # the file name ending of a native module this interpreter imports.
+    rctx.file("defs.bzl", 'PYTHON3 = "%s"\nPYTHON_VERSION = "%s"\nEXTENSION_SUFFIX = "%s"\n' %
+                          (python, probe.stdout.strip(), ext_suffix))
 
 grid_python_venv = repository_rule(
     implementation = _grid_python_venv_impl,

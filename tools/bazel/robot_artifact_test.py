@@ -191,14 +191,28 @@ def test_runtime_inertia_table(artifact, ref, states):
 def test_loads_through_grid_rbd_load_robot(ref, states):
     """The same file through the runtime: `grid_rbd.load_robot(path)` and its handle.
 
-    Until the runtime extension is built by Bazel (GRID_RUNTIME_DEPS), `grid_rbd._core`
-    is the in-tree build that //python:grid_rbd ships as data (made outside Bazel by
-    `pip install -e .` or tools/build_core.sh), if there is one."""
-    if importlib.util.find_spec("grid_rbd._core") is None:
+    Under Bazel, `grid_rbd._core` must be the Bazel build of the runtime extension
+    (//runtime:_core.so, shipped by //python:grid_rbd_core; GRID_RUNTIME_DEPS in
+    tools/bazel/grid_robot.bzl), whose runfiles path the macro passes in GRID_RBD_CORE:
+    not the in-tree build of `pip install -e .` or tools/build_core.sh in the source
+    package python/grid_rbd/. Run by pytest directly (no Bazel, no GRID_RBD_CORE), it
+    uses whichever `grid_rbd._core` Python finds, and skips without one."""
+    expected_core = os.environ.get("GRID_RBD_CORE")
+    if not expected_core and importlib.util.find_spec("grid_rbd._core") is None:
         pytest.skip("grid_rbd._core (the runtime extension) is not built: run "
-                    "tools/setup.sh (pip install -e .), or add its Bazel target to "
-                    "GRID_RUNTIME_DEPS in tools/bazel/grid_robot.bzl")
+                    "tools/setup.sh (pip install -e .) or tools/build_core.sh")
     import grid_rbd
+    import grid_rbd._core as core
+    if expected_core:
+        # The module Python imported is the runfiles file of the Bazel target...
+        assert os.path.abspath(core.__file__) == os.path.abspath(expected_core), (
+            f"grid_rbd._core imported from {core.__file__}, not the Bazel-built "
+            f"{expected_core}")
+        # ... and that file is a Bazel output (bazel-out/<config>/bin/python/grid_rbd/),
+        # not the git-ignored in-tree build in the source package.
+        real = Path(os.path.realpath(core.__file__))
+        assert "bazel-out" in real.parts and real.parent.parts[-3:] == ("bin", "python",
+                                                                       "grid_rbd"), real
     handle = grid_rbd.load_robot(SO_PATH)
     assert (handle.nq, handle.nv, handle.nb) == (ref.nq, ref.nv, ref.nb)
     dtype = np.dtype(OPTIONS["dtype"])
