@@ -85,7 +85,7 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     try:
         dtype_name = np.dtype(dtype).name
     except TypeError as exc:
-        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}") from exc
+        raise ValueError(f"dtype {dtype!r} is not a numpy dtype; use float32 or float64") from exc
     if isinstance(ee_joint_names, str) or isinstance(algorithm_list, str):
         raise ValueError("ee_joint_names and algorithm_list are lists of names, not a str")
     options = CodegenOptions(
