@@ -26,12 +26,11 @@ from support import ROBOTS
 from grid_codegen import parse_urdf
 from grid_codegen.compile import ARTIFACT, compile_artifact
 from grid_codegen.generate import generate
-from grid_codegen.model import RobotModel
+from grid_codegen.model import GRAVITY, RobotModel
 from grid_codegen.options import CodegenOptions
 
 MAX_INPUTS = 4
 ABI_VERSION = 2
-GRAVITY = -9.81
 
 
 class GridAlgorithm(ctypes.Structure):

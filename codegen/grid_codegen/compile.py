@@ -11,6 +11,7 @@ temporary name and renamed, so a reader never sees a partial file. A failed buil
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -72,7 +73,10 @@ def detect_cuda_arch() -> str | None:
     return f"sm_{major}{minor}" if major.isdigit() and minor.isdigit() else None
 
 
-def _openmp_works(cxx: str) -> bool:
+@functools.cache
+def openmp_works(cxx: str) -> bool:
+    """Whether `cxx -fopenmp` builds and links a program (the CPU backend then runs a
+    batch across OpenMP threads). Probed once per compiler per process."""
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "probe.cc"
         src.write_text("#include <omp.h>\n"
@@ -80,12 +84,6 @@ def _openmp_works(cxx: str) -> bool:
         result = subprocess.run([cxx, "-fopenmp", str(src), "-o", str(Path(tmp) / "probe")],
                                 capture_output=True)
         return result.returncode == 0
-
-
-def openmp_works(cxx: str) -> bool:
-    """Whether `cxx -fopenmp` builds and links a program (the CPU backend then runs a
-    batch across OpenMP threads)."""
-    return _openmp_works(cxx)
 
 
 # The flags below are the one definition of how an artifact is compiled: the pip path
@@ -148,7 +146,7 @@ def compile_artifact(files: Mapping[str, str], out_dir: str | Path, backend: str
     if backend == "cpu":
         tool = compiler or find_cxx()
         archs: tuple[str, ...] = ("cpu",)
-        cmd = cpu_command(tool, out / "wrapper.cu", staging, openmp and _openmp_works(tool),
+        cmd = cpu_command(tool, out / "wrapper.cu", staging, openmp and openmp_works(tool),
                           extra_flags)
         tmp_dir = None
     else:

@@ -21,6 +21,10 @@ from enum import Enum
 
 import numpy as np
 
+GRAVITY = -9.81
+"""The default signed gravitational acceleration along world z (m/s^2), Pinocchio's; every
+surface (reference, handles, kernels) takes `gravity=` with this default."""
+
 
 class JointType(str, Enum):
     REVOLUTE = "revolute"

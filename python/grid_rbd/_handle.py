@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from grid_rbd._methods import GRAVITY, METHODS, Dims, Method, check_against_artifact
+from grid_codegen.model import GRAVITY
+from grid_rbd._methods import METHODS, Dims, Method, check_against_artifact
 
 _MISSING = object()
 _ARTIFACTS: dict[str, Any] = {}

@@ -16,8 +16,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-GRAVITY = -9.81
-
 _DIM_LABELS = {
     "nq": "configuration width nq",
     "nv": "tangent width nv",

@@ -11,6 +11,7 @@ tools/setup.sh) would map them to the source tree instead, through a meta-path f
 that runs before sys.path: the runner removes that finder first.
 """
 
+import importlib.machinery
 import os
 import sys
 
@@ -20,11 +21,18 @@ _NO_TESTS_COLLECTED = 5
 
 
 def _drop_editable_finders() -> None:
-    """Removes scikit-build-core's editable-install finders from sys.meta_path."""
-    sys.meta_path[:] = [
-        finder for finder in sys.meta_path
-        if type(finder).__name__ != "ScikitBuildRedirectingFinder"
-    ]
+    """Removes import hooks other than the path finder that claim an in-tree package
+    (the editable install's redirecting finder), as tools/bazel/codegen_action.py does."""
+    for finder in list(sys.meta_path):
+        if finder is importlib.machinery.PathFinder:
+            continue
+        try:
+            claims = any(finder.find_spec(name, None) is not None
+                         for name in ("grid_rbd", "grid_codegen"))
+        except (AttributeError, ImportError, ValueError):
+            claims = False
+        if claims:
+            sys.meta_path.remove(finder)
 
 
 def main(argv: list[str]) -> int:

@@ -6,12 +6,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grid_codegen.model import RobotModel
+from grid_codegen.model import GRAVITY, RobotModel
 from grid_rbd.reference import centroidal_dynamics, coriolis, kinematics, regressors
 from grid_rbd.reference import rnea as _rnea
-
-# robot.GRAVITY; not imported, since robot.py imports this module.
-_GRAVITY = -9.81
 
 
 class CentroidalMixin:
@@ -32,16 +29,16 @@ class CentroidalMixin:
         def _v(self, x, name: str, batch: int) -> np.ndarray: ...
         def _gravity_vector(self, gravity) -> np.ndarray: ...
         def _root_acceleration(self, gravity, batch: int) -> np.ndarray: ...
-        def inverse_dynamics(self, q, qd, qdd=None, f_ext=None, gravity=_GRAVITY
+        def inverse_dynamics(self, q, qd, qdd=None, f_ext=None, gravity=GRAVITY
                              ) -> np.ndarray: ...
 
-    def generalized_gravity(self, q, gravity=_GRAVITY) -> np.ndarray:
+    def generalized_gravity(self, q, gravity=GRAVITY) -> np.ndarray:
         """`(B, nv)`: `g(q)`, the joint torques that hold the robot still."""
         q = self._q(q)
         return self.inverse_dynamics(q, np.zeros((len(q), self.model.nv)), None,
                                      gravity=gravity)
 
-    def nonlinear_effects(self, q, qd, gravity=_GRAVITY) -> np.ndarray:
+    def nonlinear_effects(self, q, qd, gravity=GRAVITY) -> np.ndarray:
         """`(B, nv)`: `C(q, qd) qd + g(q)` (Pinocchio's `nonLinearEffects`)."""
         return self.inverse_dynamics(q, qd, None, gravity=gravity)
 
@@ -93,14 +90,14 @@ class CentroidalMixin:
                                        np.zeros((len(q), 6)))
         return regressors.kinetic_energy_regressor(self.model, v)
 
-    def potential_energy_regressor(self, q, gravity=_GRAVITY) -> np.ndarray:
+    def potential_energy_regressor(self, q, gravity=GRAVITY) -> np.ndarray:
         """`(B, 10*nb)`: `y` with potential energy `V = y . pi = -sum_k m_k g . c_k`."""
         q = self._q(q)
         kin = kinematics.forward_pass(self.model, q)
         return regressors.potential_energy_regressor(self.model, kin,
                                                      self._gravity_vector(gravity))
 
-    def inverse_dynamics_regressor(self, q, qd, qdd=None, gravity=_GRAVITY) -> np.ndarray:
+    def inverse_dynamics_regressor(self, q, qd, qdd=None, gravity=GRAVITY) -> np.ndarray:
         """`(B, nv, 10*nb)`: `Y` with `inverse_dynamics(q, qd, qdd) = Y pi`
         (Pinocchio's `computeJointTorqueRegressor`); `qdd=None` is zero acceleration."""
         q = self._q(q)

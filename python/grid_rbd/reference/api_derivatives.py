@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from grid_codegen.model import GRAVITY
 from grid_rbd.reference import crba as _crba
 from grid_rbd.reference import kinematics
 from grid_rbd.reference import rnea as _rnea
 from grid_rbd.reference import rnea_derivatives as _rnea_derivatives
 from grid_rbd.reference import rnea_second_order as _rnea_second_order
-
-GRAVITY = -9.81  # the default of `ReferenceRobot`; kept here to avoid a circular import
 
 
 class DerivativesMixin:

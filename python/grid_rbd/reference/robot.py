@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grid_codegen.model import Frame, RobotModel
+from grid_codegen.model import GRAVITY, Frame, RobotModel
 from grid_rbd.reference import aba as _aba
 from grid_rbd.reference import centroidal, kinematics, spatial
 from grid_rbd.reference import crba as _crba
@@ -18,8 +18,6 @@ from grid_rbd.reference import rnea as _rnea
 from grid_rbd.reference.api_centroidal import CentroidalMixin
 from grid_rbd.reference.api_derivatives import DerivativesMixin
 from grid_rbd.reference.api_kinematics import KinematicsMixin
-
-GRAVITY = -9.81
 
 
 class ReferenceRobot(DerivativesMixin, KinematicsMixin, CentroidalMixin):
