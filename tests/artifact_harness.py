@@ -30,7 +30,7 @@ from grid_codegen.model import GRAVITY, RobotModel
 from grid_codegen.options import CodegenOptions
 
 MAX_INPUTS = 4
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 
 class GridAlgorithm(ctypes.Structure):
@@ -87,6 +87,9 @@ class GridDescriptor(ctypes.Structure):
         ("default_inertia_table", ctypes.c_void_p), ("device_alloc", _ALLOC),
         ("device_free", _FREE), ("host_alloc_pinned", _ALLOC), ("host_free_pinned", _FREE),
         ("copy", _COPY), ("synchronize", _SYNCHRONIZE),
+        # ABI 3
+        ("write_stamp", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64,
+                                         ctypes.c_void_p)),
     ]
 
 

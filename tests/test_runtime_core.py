@@ -86,7 +86,7 @@ def test_abi_header_is_the_emitted_block():
     emit_abi_types(w)
     header = (REPO / "runtime/include/grid_rbd/abi.h").read_text()
     assert w.text() in header, "runtime/include/grid_rbd/abi.h drifted from emit_abi_types"
-    assert _core.ABI_VERSION == ABI_VERSION == 2
+    assert _core.ABI_VERSION == ABI_VERSION == 3
 
 
 def test_info_describes_the_artifact(loaded):
@@ -240,7 +240,7 @@ def test_an_old_abi_is_refused(tmp_path):
     so = tmp_path / "old.so"
     subprocess.run(["g++", "-shared", "-fPIC", str(source), "-o", str(so)], check=True)
     with pytest.raises(RuntimeError, match=rf"{so}: its ABI version is 1; this runtime "
-                                           r"reads ABI 2"):
+                                           r"reads ABI 3"):
         _core.load_artifact(str(so))
 
 

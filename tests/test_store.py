@@ -346,9 +346,6 @@ def test_register_robot_argument_errors(tmp_path):
         grid_rbd.register_robot("r", urdf_path=IIWA, urdf_string="<robot/>", **kw)
     with pytest.raises(FileNotFoundError, match="no URDF at"):
         grid_rbd.register_robot("r", urdf_path=tmp_path / "missing.urdf", **kw)
-    for backend in ("jax", "torch"):
-        with pytest.raises(NotImplementedError, match=f"backend='{backend}'.*later release"):
-            grid_rbd.register_robot("r", urdf_path=IIWA, backend=backend, **kw)
     with pytest.raises(ValueError, match="backend must be one of"):
         grid_rbd.register_robot("r", urdf_path=IIWA, backend="tf", **kw)
     with pytest.raises(ValueError, match="device must be one of"):

@@ -2,8 +2,8 @@
 
 The handle only marshals arrays: it validates inputs against the method table
 (`_methods.METHODS`), allocates or checks `out=`, and calls `_core.Artifact.call` on its
-context. Its methods are generated from that table, so the JAX and torch handles (a
-later release) get the same names, aliases, shapes and checks.
+context. Its methods are generated from that table, so the JAX and torch handles
+(grid_rbd.jax, grid_rbd.torch) get the same names, aliases and shapes.
 
 Contexts: a handle from `register_robot` / `get_robot` / `load_robot` uses the artifact's
 default context (`ctx_id == 0`, created lazily by the runtime and shared by every such
@@ -273,20 +273,8 @@ class RobotHandle:
 
     # -- calls -----------------------------------------------------------------------------
     def _run(self, method: Method, args: tuple, kwargs: dict[str, Any]) -> np.ndarray:
+        values, gravity, out = bind_arguments(method, args, kwargs)
         inputs = method.inputs
-        if len(args) > len(inputs):
-            raise TypeError(f"{method.name}() takes {len(inputs)} inputs "
-                            f"({', '.join(p.name for p in inputs)}), got {len(args)}")
-        values = list(args) + [_MISSING] * (len(inputs) - len(args))
-        out = kwargs.pop("out", None)
-        gravity = kwargs.pop("gravity", GRAVITY) if method.uses_gravity else GRAVITY
-        for key, value in kwargs.items():
-            index = next((i for i, p in enumerate(inputs) if p.name == key), None)
-            if index is None:
-                raise TypeError(f"{method.name}() got an unexpected keyword argument {key!r}")
-            if values[index] is not _MISSING:
-                raise TypeError(f"{method.name}() got multiple values for {key!r}")
-            values[index] = value
         self._check_open()
         if method.name not in self._algorithms:
             raise RuntimeError(
@@ -297,9 +285,7 @@ class RobotHandle:
         first = ""
         arrays: list[np.ndarray | None] = []
         for port, value in zip(inputs, values, strict=True):
-            if value is _MISSING or value is None:
-                if port.required:
-                    raise TypeError(f"{method.name}() missing required input {port.name!r}")
+            if value is None:
                 arrays.append(None)
                 continue
             arr = self._check_input(port, value)
@@ -368,34 +354,65 @@ class RobotHandle:
                 f"dtype={self._dtype} device={self.device!r} ctx_id={self._ctx_id:#x}{state}>")
 
 
-def _make_method(method: Method, public_name: str) -> Any:
-    def call(self: RobotHandle, *args: Any, **kwargs: Any) -> np.ndarray:
+def bind_arguments(method: Method, args: tuple, kwargs: dict[str, Any],
+                   ) -> tuple[list[Any], float, Any]:
+    """`method`'s inputs from a call's positional and keyword arguments, in table order
+    (None for an omitted optional input), its gravity (the default when the method takes
+    none) and `out=` (None when not given). Raises TypeError as Python would for a wrong
+    call: too many inputs, unknown or repeated keywords, a required input missing."""
+    inputs = method.inputs
+    kwargs = dict(kwargs)
+    if len(args) > len(inputs):
+        raise TypeError(f"{method.name}() takes {len(inputs)} inputs "
+                        f"({', '.join(p.name for p in inputs)}), got {len(args)}")
+    values = list(args) + [_MISSING] * (len(inputs) - len(args))
+    out = kwargs.pop("out", None)
+    gravity = kwargs.pop("gravity", GRAVITY) if method.uses_gravity else GRAVITY
+    for key, value in kwargs.items():
+        index = next((i for i, p in enumerate(inputs) if p.name == key), None)
+        if index is None:
+            raise TypeError(f"{method.name}() got an unexpected keyword argument {key!r}")
+        if values[index] is not _MISSING:
+            raise TypeError(f"{method.name}() got multiple values for {key!r}")
+        values[index] = value
+    for k, (port, value) in enumerate(zip(inputs, values, strict=True)):
+        if value is _MISSING or value is None:
+            if port.required:
+                raise TypeError(f"{method.name}() missing required input {port.name!r}")
+            values[k] = None
+    return values, float(gravity), out
+
+
+def _make_method(method: Method, public_name: str, owner: str, array: Any) -> Any:
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         return self._run(method, args, kwargs)
 
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     params += [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                  default=inspect.Parameter.empty if p.required else None,
-                                 annotation=np.ndarray)
+                                 annotation=array)
                for p in method.inputs]
     if method.uses_gravity:
         params.append(inspect.Parameter("gravity", inspect.Parameter.KEYWORD_ONLY,
                                         default=GRAVITY, annotation=float))
     params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None,
-                                    annotation="np.ndarray | None"))
-    call.__signature__ = inspect.Signature(params, return_annotation=np.ndarray)
+                                    annotation=f"{array} | None"))
+    call.__signature__ = inspect.Signature(params, return_annotation=array)
     call.__name__ = public_name
-    call.__qualname__ = f"RobotHandle.{public_name}"
+    call.__qualname__ = f"{owner}.{public_name}"
     call.__doc__ = method.docstring() if public_name == method.name else (
         f"Alias of `{method.name}`.\n\n{method.docstring()}")
     return call
 
 
-def install_methods(cls: type, methods: tuple[Method, ...] = METHODS) -> None:
+def install_methods(cls: type, array: Any = "np.ndarray",
+                    methods: tuple[Method, ...] = METHODS) -> None:
     """Give `cls` one method per table entry and alias (shared with the JAX and torch
-    handles, which supply their own `_run`)."""
+    handles, which supply their own `_run(method, args, kwargs)`); `array` annotates the
+    inputs and the result in the signatures."""
     for method in methods:
         for public in (method.name, *method.aliases):
-            setattr(cls, public, _make_method(method, public))
+            setattr(cls, public, _make_method(method, public, cls.__name__, array))
 
 
 install_methods(RobotHandle)

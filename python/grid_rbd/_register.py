@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +14,21 @@ from grid_rbd._handle import RobotHandle
 
 DEVICES = ("auto", "cpu", "cuda")
 BACKENDS = ("numpy", "jax", "torch")
+
+
+def with_backend(handle: RobotHandle, backend: str) -> Any:
+    """`handle` as the handle of `backend`: itself for numpy, else a JAX or torch view."""
+    if backend == "numpy":
+        return handle
+    if backend == "jax":
+        from grid_rbd.jax import JaxRobotHandle
+
+        return JaxRobotHandle(handle)
+    if backend == "torch":
+        from grid_rbd.torch import TorchRobotHandle
+
+        return TorchRobotHandle(handle)
+    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
 
 
 def resolve_device(device: str) -> str:
@@ -39,7 +55,7 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    algorithm_list: Sequence[str] | None = None,
                    runtime_inertia: bool = False, device: str = "auto",
                    backend: str = "numpy", cache_dir: str | os.PathLike | None = None,
-                   force_rebuild: bool = False) -> RobotHandle:
+                   force_rebuild: bool = False) -> Any:
     """Compile (or find in the store) the artifact of a robot and return its handle.
 
     name: the name `get_robot(name)` finds it under later.
@@ -51,22 +67,20 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     algorithm_list: the algorithms to build (default: all of them).
     runtime_inertia: read inertias from a per-context table (`set_inertia_params`).
     device: "auto" (the GPU when one is usable, else the CPU), "cuda" or "cpu".
-    backend: "numpy" (a `RobotHandle`); "jax" and "torch" come in a later release.
+    backend: "numpy" (a `RobotHandle`), "jax" (a `grid_rbd.jax.JaxRobotHandle`) or "torch"
+        (a `grid_rbd.torch.TorchRobotHandle`); all three share the store entry.
     cache_dir: the store root (default `$GRID_RBD_CACHE_DIR`, else ~/.cache/grid-rbd).
     force_rebuild: compile again and republish even when the store has the entry.
 
     A cold build reports its phases (parse, generate, compile, publish) on stderr; a warm
     one finds the entry by its key and loads it. Raises `ValueError` for bad arguments,
-    `RuntimeError` for device="cuda" without a usable GPU, `NotImplementedError` for the
-    jax/torch backends, and `grid_codegen.compile.CompileError` when the compiler fails.
+    `RuntimeError` for device="cuda" without a usable GPU, `ImportError` when the chosen
+    backend's framework is not installed, and `grid_codegen.compile.CompileError` when the
+    compiler fails.
     """
     from grid_codegen.options import ALGORITHMS, CodegenOptions
     from grid_rbd._build import ensure_entry
 
-    if backend in ("jax", "torch"):
-        raise NotImplementedError(
-            f"backend={backend!r} is not available yet: the JAX and torch handles come with "
-            "a later release; use backend='numpy' (the default)")
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if not isinstance(name, str) or not name.strip():
@@ -95,12 +109,16 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     target = resolve_device(device)
     registration = ensure_entry(name, urdf_bytes, source, bool(floating_base), options,
                                 target, cache_dir=cache_dir, force_rebuild=force_rebuild)
-    return RobotHandle._open(registration.so_path, name, registration)
+    return with_backend(RobotHandle._open(registration.so_path, name, registration), backend)
 
 
-def get_robot(name: str, cache_dir: str | os.PathLike | None = None) -> RobotHandle:
+def get_robot(name: str, cache_dir: str | os.PathLike | None = None,
+              backend: str = "numpy") -> Any:
     """The handle of a robot registered earlier under `name` (from the store's manifest;
-    nothing is compiled). Raises `KeyError` when the name is unknown."""
+    nothing is compiled), for `backend` as in register_robot. Raises `KeyError` when the
+    name is unknown."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     from grid_rbd._store import Store, cache_root
 
     store = Store(cache_root(cache_dir))
@@ -114,14 +132,17 @@ def get_robot(name: str, cache_dir: str | os.PathLike | None = None) -> RobotHan
         raise RuntimeError(f"{name!r} points at store entry {record.get('content_key')}, "
                            f"which is missing or incomplete in {store.entries}; register it "
                            "again")
-    return RobotHandle._open(entry.so_path, name)
+    return with_backend(RobotHandle._open(entry.so_path, name), backend)
 
 
-def load_robot(path: str | os.PathLike) -> RobotHandle:
-    """A handle on an artifact file (`robot.so`) or a store entry directory holding one.
-    Joint and body names come from the meta.json beside it, when present."""
+def load_robot(path: str | os.PathLike, backend: str = "numpy") -> Any:
+    """A handle on an artifact file (`robot.so`) or a store entry directory holding one,
+    for `backend` as in register_robot. Joint and body names come from the meta.json
+    beside it, when present."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     path = Path(path)
     so_path = path / "robot.so" if path.is_dir() else path
     if not so_path.is_file():
         raise FileNotFoundError(f"no artifact at {so_path}")
-    return RobotHandle._open(so_path)
+    return with_backend(RobotHandle._open(so_path), backend)

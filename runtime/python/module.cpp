@@ -15,6 +15,8 @@
 #include "dicts.hpp"
 #include "grid_rbd/artifact.hpp"
 #include "grid_rbd/artifact_buffer.hpp"
+#include "grid_rbd/bridge.h"
+#include "grid_rbd/errors.hpp"
 
 namespace py = pybind11;
 using grid_rbd::Artifact;
@@ -46,6 +48,37 @@ void call(Artifact& artifact, uint64_t ctx_id, const std::string& algorithm,
   const grid_rbd::HostArray out_view = grid_rbd::python::host_array(out, algorithm + ": out");
   py::gil_scoped_release release;
   artifact.call(ctx_id, algorithm, views, out_view, gravity);
+}
+
+// A framework call: raw addresses (device pointers on a GPU artifact) from torch or JAX.
+void launch(Artifact& artifact, uint64_t ctx_id, int32_t algorithm_id,
+            const std::vector<uintptr_t>& inputs, uintptr_t output, int64_t batch,
+            double gravity, uintptr_t stream, uintptr_t stamp_out, uintptr_t stamp_expect) {
+  std::vector<const void*> pointers;
+  for (uintptr_t address : inputs) pointers.push_back(reinterpret_cast<const void*>(address));
+  grid_rbd::DeviceCall call = grid_rbd::plan_device_call(
+      artifact.library(), algorithm_id, batch, pointers.data(),
+      static_cast<int32_t>(pointers.size()), reinterpret_cast<void*>(output));
+  call.gravity = gravity;
+  call.stream = reinterpret_cast<void*>(stream);
+  call.stamp_out = reinterpret_cast<void*>(stamp_out);
+  call.stamp_expect = reinterpret_cast<const void*>(stamp_expect);
+  py::gil_scoped_release release;
+  artifact.launch(ctx_id, call);
+}
+
+// A captured-graph replay: `submit` runs (with the GIL) while the replay admission of
+// context `ctx_id` is held; refused unless the model version is still `captured_version`.
+void replay(Artifact& artifact, uint64_t ctx_id, uint64_t captured_version,
+            const py::function& submit) {
+  std::shared_ptr<grid_rbd::Context> context;
+  std::shared_lock<grid_rbd::AdmissionGate> admission;
+  {
+    py::gil_scoped_release release;  // a mutator may hold the gate while it waits for us
+    context = artifact.resolve(ctx_id);
+    admission = context->admit_replay(captured_version);
+  }
+  submit();
 }
 
 uint64_t set_inertia_params(Artifact& artifact, uint64_t ctx_id, const py::handle& table) {
@@ -101,6 +134,20 @@ PYBIND11_MODULE(_core, m) {
            py::arg("out"), py::arg("gravity") = kDefaultGravity,
            "Run `algorithm` on C-contiguous (B, width) arrays of the artifact dtype into "
            "`out` (B * prod(output_shape) elements, any shape).")
+      .def("launch", &launch, py::arg("ctx_id"), py::arg("algorithm_id"), py::arg("inputs"),
+           py::arg("output"), py::arg("batch"), py::arg("gravity") = kDefaultGravity,
+           py::arg("stream") = 0, py::arg("stamp_out") = 0, py::arg("stamp_expect") = 0,
+           "Enqueue algorithm `algorithm_id` on caller-owned buffers (addresses; device "
+           "pointers on a GPU artifact) on `stream` without waiting. stamp_out / "
+           "stamp_expect: addresses of 8-byte model-version stamps (0: none).")
+      .def("replay", &replay, py::arg("ctx_id"), py::arg("captured_version"),
+           py::arg("submit"),
+           "Call `submit()` under the replay admission of the context; RuntimeError if it "
+           "was closed or its model version is no longer `captured_version`.")
+      .def_property_readonly(
+          "native_address",
+          [](Artifact& a) { return reinterpret_cast<uintptr_t>(&a); },
+          "The address of the loaded artifact, for grid_rbd_get_bridge()->launch.")
       .def("set_inertia_params", &set_inertia_params, py::arg("ctx_id"), py::arg("table"),
            "Replace the (nb, 10) inertia table; returns the new model version.")
       .def("get_inertia_params", &get_inertia_params, py::arg("ctx_id"))
@@ -124,6 +171,13 @@ PYBIND11_MODULE(_core, m) {
           },
           py::arg("shape"))
       .def("__repr__", &repr);
+
+  m.def(
+      "bridge_address",
+      []() { return reinterpret_cast<uintptr_t>(grid_rbd_get_bridge()); },
+      "Address of the runtime's C bridge table (grid_rbd/bridge.h), for the JAX FFI "
+      "handler.");
+  m.attr("BRIDGE_VERSION") = GRID_RBD_BRIDGE_VERSION;
 
   m.def("load_artifact", &load_artifact, py::arg("path"),
         "Load a grid-rbd artifact .so (RuntimeError naming the path on failure).");

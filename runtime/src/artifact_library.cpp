@@ -77,7 +77,8 @@ void ArtifactLibrary::validate() const {
       d.set_inertia_table == nullptr || d.launch == nullptr || d.query_device == nullptr ||
       d.error_string == nullptr || d.default_inertia_table == nullptr ||
       d.device_alloc == nullptr || d.device_free == nullptr || d.host_alloc_pinned == nullptr ||
-      d.host_free_pinned == nullptr || d.copy == nullptr || d.synchronize == nullptr) {
+      d.host_free_pinned == nullptr || d.copy == nullptr || d.synchronize == nullptr ||
+      d.write_stamp == nullptr) {
     fail("a descriptor field is NULL");
   }
 }

@@ -127,6 +127,46 @@ void Context::run_on_device(const CallPlan& plan, double gravity) {
   library_->check(d.synchronize(stream_), name + ": synchronising the device");
 }
 
+void Context::launch(const DeviceCall& call) {
+  const auto admission = admit_shared();
+  const grid_descriptor& d = library_->descriptor();
+  const std::string name = call.algorithm->name;
+  if (call.stamp_expect != nullptr) {
+    uint64_t stamped = 0;
+    library_->check(d.copy(&stamped, call.stamp_expect, sizeof(stamped),
+                           GRID_COPY_DEVICE_TO_HOST, call.stream),
+                    name + ": reading the forward's model-version stamp");
+    library_->check(d.synchronize(call.stream), name + ": waiting for the stamp");
+    const uint64_t current = model_version();
+    if (stamped != current) {
+      throw ModelMutatedError("model mutated between forward and backward (version " +
+                              std::to_string(stamped) + " -> " + std::to_string(current) +
+                              "); recompute the forward");
+    }
+  }
+  if (call.batch > 0) {
+    void* outputs[1] = {call.output};
+    library_->check(d.launch(state_.get(), call.algorithm->id, call.inputs.data(), outputs,
+                             call.batch, call.gravity, call.stream),
+                    name + " failed");
+  }
+  if (call.stamp_out != nullptr) {
+    library_->check(d.write_stamp(call.stamp_out, model_version(), call.stream),
+                    name + ": writing the model-version stamp");
+  }
+}
+
+std::shared_lock<AdmissionGate> Context::admit_replay(uint64_t captured_version) const {
+  auto admission = admit_shared();
+  const uint64_t current = model_version();
+  if (current != captured_version) {
+    throw ModelMutatedError("model mutated since this graph was captured (version " +
+                            std::to_string(captured_version) + " -> " +
+                            std::to_string(current) + "); capture it again");
+  }
+  return admission;
+}
+
 uint64_t Context::set_inertia_params(const std::vector<std::byte>& table, ModelEpoch& epoch) {
   if (!library_->runtime_inertia()) {
     throw UnsupportedError("set_inertia_params needs an artifact built with "

@@ -12,7 +12,8 @@ the URDF's inertia table, so a runtime that owns a context's buffers is built wi
 compiler alone, without the CUDA toolkit. On the GPU build every data pointer handed to
 `launch` is a device pointer and the launch goes on the given `cudaStream_t`; on the CPU
 build pointers are host pointers and the stream is ignored. Gravity crosses the ABI as a
-double for every dtype (the signed z component, default -9.81).
+double for every dtype (the signed z component, default -9.81). ABI 3 adds `write_stamp`,
+the device-side store the JAX and torch backends stamp a forward's model version with.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from grid_codegen.emit.algorithm import MAX_INPUTS, AlgorithmSpec, EmitContext
 from grid_codegen.emit.prelude import ERROR_CODES
 from grid_codegen.emit.writer import Writer
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 _ABI_TYPES = r"""
 #ifndef GRID_ABI_TYPES_DEFINED
@@ -99,6 +100,10 @@ typedef struct grid_descriptor {
   /* GRID_COPY_* kind; asynchronous on `stream` under CUDA, a memcpy on the CPU. */
   int (*copy)(void* dst, const void* src, size_t bytes, int32_t kind, void* stream);
   int (*synchronize)(void* stream);
+  /* ABI 3: stores `value` (8 bytes) at `dst` as work enqueued on `stream` (a one-thread
+     kernel under CUDA, so a captured graph keeps the value it was captured with; a store
+     on the CPU). Framework backends stamp the model version with it. */
+  int (*write_stamp)(void* dst, uint64_t value, void* stream);
 } grid_descriptor;
 
 }  /* extern "C" */
@@ -173,6 +178,7 @@ def emit_wrapper(ctx: EmitContext, specs: list[AlgorithmSpec]) -> str:
         w.line()
         _emit_state_functions(w, ctx, specs)
         _emit_launch(w, specs)
+        _emit_write_stamp(w)
         _emit_query_device(w)
     w.line()
     _emit_descriptor(w, ctx, specs)
@@ -245,6 +251,26 @@ def _emit_launch(w: Writer, specs: list[AlgorithmSpec]) -> None:
     w.line()
 
 
+def _emit_write_stamp(w: Writer) -> None:
+    w.line("#if GRID_IS_CUDA")
+    with w.block("__global__ void write_stamp_kernel(uint64_t* dst, uint64_t value)"):
+        w.line("*dst = value;")
+    w.line("#endif")
+    w.line()
+    with w.block("int write_stamp(void* dst, uint64_t value, void* stream)"):
+        w.line("if (dst == nullptr) return GRID_ERROR_NULL_POINTER;")
+        w.line("#if GRID_IS_CUDA")
+        w.line("write_stamp_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>("
+               "static_cast<uint64_t*>(dst), value);")
+        w.line("return grid::launch_status();")
+        w.line("#else")
+        w.line("(void)stream;")
+        w.line("memcpy(dst, &value, sizeof(value));")
+        w.line("return GRID_OK;")
+        w.line("#endif")
+    w.line()
+
+
 def _emit_query_device(w: Writer) -> None:
     with w.block("int query_device(grid_device_info* info)"):
         w.line("if (info == nullptr) return GRID_ERROR_NULL_POINTER;")
@@ -289,7 +315,7 @@ def _emit_descriptor(w: Writer, ctx: EmitContext, specs: list[AlgorithmSpec]) ->
         "kInertiaSize", "kNumAlgorithms", "kAlgorithms", "create_state", "destroy_state",
         "set_inertia_table", "launch", "query_device", "error_string",
         "kDefaultInertia", "grid::device_alloc", "grid::device_free", "grid::host_alloc_pinned",
-        "grid::host_free_pinned", "grid::copy", "grid::synchronize",
+        "grid::host_free_pinned", "grid::copy", "grid::synchronize", "write_stamp",
     ]
     w.doc("The artifact's one exported symbol.")
     with w.block('extern "C" GRID_EXPORT const grid_descriptor* grid_get_descriptor(void)'):

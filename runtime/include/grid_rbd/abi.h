@@ -13,7 +13,7 @@
 
 #ifndef GRID_ABI_TYPES_DEFINED
 #define GRID_ABI_TYPES_DEFINED
-#define GRID_ABI_VERSION 2
+#define GRID_ABI_VERSION 3
 #define GRID_MAX_INPUTS 4
 #define GRID_ERROR_UNSUPPORTED 8
 /* The `kind` of grid_descriptor::copy. */
@@ -86,6 +86,10 @@ typedef struct grid_descriptor {
   /* GRID_COPY_* kind; asynchronous on `stream` under CUDA, a memcpy on the CPU. */
   int (*copy)(void* dst, const void* src, size_t bytes, int32_t kind, void* stream);
   int (*synchronize)(void* stream);
+  /* ABI 3: stores `value` (8 bytes) at `dst` as work enqueued on `stream` (a one-thread
+     kernel under CUDA, so a captured graph keeps the value it was captured with; a store
+     on the CPU). Framework backends stamp the model version with it. */
+  int (*write_stamp)(void* dst, uint64_t value, void* stream);
 } grid_descriptor;
 
 }  /* extern "C" */

@@ -11,6 +11,7 @@
 #include "grid_rbd/artifact_library.hpp"
 #include "grid_rbd/context.hpp"
 #include "grid_rbd/context_registry.hpp"
+#include "grid_rbd/device_call.hpp"
 #include "grid_rbd/device_profile.hpp"
 #include "grid_rbd/host_call.hpp"
 #include "grid_rbd/model_epoch.hpp"
@@ -53,6 +54,8 @@ class Artifact {
   /// A host call (see plan_call for what is checked) on context `id`.
   void call(uint64_t id, const std::string& algorithm, const std::vector<HostArray>& inputs,
             const HostArray& out, double gravity);
+  /// A framework call on caller-owned memory (see DeviceCall) on context `id`.
+  void launch(uint64_t id, const DeviceCall& call);
   /// Replaces context `id`'s inertia table (nb x 10 scalars of the artifact dtype, as
   /// bytes); returns its new model version.
   uint64_t set_inertia_params(uint64_t id, const std::vector<std::byte>& table);

@@ -13,6 +13,7 @@
 #include "grid_rbd/admission_gate.hpp"
 #include "grid_rbd/artifact_library.hpp"
 #include "grid_rbd/artifact_state.hpp"
+#include "grid_rbd/device_call.hpp"
 #include "grid_rbd/device_profile.hpp"
 #include "grid_rbd/host_call.hpp"
 #include "grid_rbd/model_epoch.hpp"
@@ -67,6 +68,17 @@ class Context {
   /// host pointers; on a GPU artifact it stages inputs into the arena, launches, copies the
   /// output back and synchronises.
   void run(const CallPlan& plan, double gravity);
+
+  /// Enqueues a framework call on its stream under shared admission (see DeviceCall for
+  /// the stamps); does not wait, except for a `stamp_expect` read. Throws
+  /// ModelMutatedError "model mutated between forward and backward (version A -> B);
+  /// recompute the forward" when the stamp is stale.
+  void launch(const DeviceCall& call);
+
+  /// The admission of a captured-graph replay: shared, like a compute call, and refused
+  /// (ModelMutatedError) unless the model version is still `captured_version`. Hold the
+  /// returned lock for the whole replay submission.
+  std::shared_lock<AdmissionGate> admit_replay(uint64_t captured_version) const;
 
   /// Replaces the inertia table (nb x 10 scalars of the artifact dtype) under exclusive
   /// admission and returns the context's new model version, drawn from `epoch`. Throws

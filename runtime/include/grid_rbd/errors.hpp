@@ -35,6 +35,13 @@ class UnsupportedError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A framework backward whose forward ran under another model version (the context was
+/// mutated or re-created in between), or a captured graph replayed after a mutation.
+class ModelMutatedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// A caller's argument is wrong: an unknown algorithm, an array of the wrong width, dtype,
 /// layout or batch. The message names the argument and what was expected.
 class ArgumentError : public std::invalid_argument {

@@ -1,0 +1,156 @@
+"""What the JAX and torch handles share: a view over a numpy `RobotHandle`.
+
+A framework handle never owns a context: it references a numpy handle (the artifact plus
+its context id) and launches on caller-owned buffers through `_core.Artifact.launch` (the
+torch ops) or the C bridge (the JAX FFI handler). Dimensions, names, the model version,
+the inertia table and `close()` are the numpy handle's.
+
+`ambient_pullback` maps a tangent-space cotangent of `q` to the ambient configuration
+layout; the backends pass their own `concat` and `sqrt`, so one text serves jax.numpy
+and torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from grid_rbd._handle import RobotHandle
+from grid_rbd._methods import Method
+
+#: Bytes of a model-version stamp (a uint64 the forward writes on its stream).
+STAMP_BYTES = 8
+
+
+class FrameworkHandle:
+    """Base of `JaxRobotHandle` and `TorchRobotHandle` (see the module doc)."""
+
+    def __init__(self, base: RobotHandle) -> None:
+        if not isinstance(base, RobotHandle):
+            raise TypeError(f"expected a grid_rbd.RobotHandle, got {type(base).__name__}")
+        self._base = base
+        self._ids = {name: int(info["id"]) for name, info in base._algorithms.items()}
+
+    # -- what the numpy handle knows ----------------------------------------------------
+    @property
+    def numpy(self) -> RobotHandle:
+        """The numpy handle on the same artifact and context."""
+        return self._base
+
+    name = property(lambda self: self._base.name)
+    nq = property(lambda self: self._base.nq, doc="Configuration width (q is (B, nq)).")
+    nv = property(lambda self: self._base.nv, doc="Tangent width (qd, u are (B, nv)).")
+    nb = property(lambda self: self._base.nb, doc="Body count (f_ext is (B, 6*nb)).")
+    num_joints = nq
+    num_vel = nv
+    num_bodies = nb
+    num_ees = property(lambda self: self._base.num_ees)
+    joint_names = property(lambda self: self._base.joint_names)
+    body_names = property(lambda self: self._base.body_names)
+    ee_names = property(lambda self: self._base.ee_names)
+    device = property(lambda self: self._base.device, doc='"cuda" or "cpu".')
+    max_batch_size = property(lambda self: self._base.max_batch_size)
+    runtime_inertia = property(lambda self: self._base.runtime_inertia)
+    algorithms = property(lambda self: self._base.algorithms)
+    path = property(lambda self: self._base.path)
+    ctx_id = property(lambda self: self._base.ctx_id)
+    closed = property(lambda self: self._base.closed)
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        """The compute dtype as a numpy dtype."""
+        return self._base.dtype
+
+    @property
+    def floating_base(self) -> bool:
+        """Whether q carries a free-flyer root (nq == nv + 1)."""
+        return self.nq == self.nv + 1
+
+    @property
+    def model_version(self) -> int:
+        """The context's model version; every mutation bumps it (see the numpy handle)."""
+        return self._base.model_version
+
+    @property
+    def device_profile(self) -> dict[str, Any]:
+        return self._base.device_profile
+
+    def set_inertia_params(self, table: Any) -> int:
+        """Replace the context's (nb, 10) inertia table; returns the new model version. A
+        backward whose forward ran before this call is refused."""
+        return self._base.set_inertia_params(np.asarray(table))
+
+    def get_inertia_params(self) -> np.ndarray:
+        return self._base.get_inertia_params()
+
+    def context(self, workspace_slots: int = 0) -> FrameworkHandle:
+        """A view of this backend over a new explicit context (its own tables); closing
+        the returned handle closes that context."""
+        return type(self)(self._base.context(workspace_slots))
+
+    def close(self) -> None:
+        """Close the context of the numpy handle this view references (see its close)."""
+        self._base.close()
+
+    def __enter__(self) -> FrameworkHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- launching --------------------------------------------------------------------------
+    def _require(self, method: Method) -> int:
+        """The artifact's id of `method`'s algorithm; RuntimeError when it was not built."""
+        self._base._check_open()
+        algorithm_id = self._ids.get(method.name)
+        if algorithm_id is None:
+            raise RuntimeError(f"{method.name} was not built into this artifact (built: "
+                               f"{', '.join(self._ids)}); register with it in algorithm_list")
+        return algorithm_id
+
+    def _check_batch(self, batch: int) -> None:
+        if batch > self.max_batch_size:
+            raise ValueError(f"batch {batch} exceeds this artifact's max_batch_size "
+                             f"{self.max_batch_size}; split the batch or register with a "
+                             "larger max_batch_size")
+
+    def __repr__(self) -> str:
+        return (f"<{type(self).__name__} {self.name!r} nq={self.nq} nv={self.nv} "
+                f"nb={self.nb} dtype={self.np_dtype} device={self.device!r} "
+                f"ctx_id={self.ctx_id:#x}{' closed' if self.closed else ''}>")
+
+
+def ambient_pullback(q: Any, ct: Any, concat: Callable[[list[Any]], Any],
+                     sqrt: Callable[[Any], Any]) -> Any:
+    """The cotangent of a floating-base `q` (B, nv+1: [p, quat xyzw, joints]) from the
+    cotangent `ct` (B, nv) of the local tangent chart ([v_lin, omega, joints], body frame).
+
+    The kernels evaluate the rotation of quat/|quat|, so the map is that of f(normalize):
+    dv_lin = R^T dp, domega = 2 vec(qn* (x) dqn) = 2 E(qn) dqn with
+    dqn = (I - qn qn^T) dquat / |quat|. Its transpose gives ct_p = R ct_v and
+    ct_quat = (I - qn qn^T) 2 E^T ct_omega / |quat|; the joint block passes through.
+    `concat` joins (B, k) blocks along axis 1.
+    """
+    x, y, z, w = q[:, 3], q[:, 4], q[:, 5], q[:, 6]
+    norm = sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    cv0, cv1, cv2 = ct[:, 0], ct[:, 1], ct[:, 2]
+    # R(qn) applied to ct_v (R's columns are the body axes in the world frame).
+    p0 = ((1 - 2 * (y * y + z * z)) * cv0 + 2 * (x * y - z * w) * cv1
+          + 2 * (x * z + y * w) * cv2)
+    p1 = (2 * (x * y + z * w) * cv0 + (1 - 2 * (x * x + z * z)) * cv1
+          + 2 * (y * z - x * w) * cv2)
+    p2 = (2 * (x * z - y * w) * cv0 + 2 * (y * z + x * w) * cv1
+          + (1 - 2 * (x * x + y * y)) * cv2)
+    c0, c1, c2 = ct[:, 3], ct[:, 4], ct[:, 5]
+    # 2 E^T ct_omega, E's rows: [w, z, -y, -x], [-z, w, x, -y], [y, -x, w, -z].
+    gx = 2 * (w * c0 - z * c1 + y * c2)
+    gy = 2 * (z * c0 + w * c1 - x * c2)
+    gz = 2 * (-y * c0 + x * c1 + w * c2)
+    gw = 2 * (-x * c0 - y * c1 - z * c2)
+    radial = x * gx + y * gy + z * gz + w * gw
+    quat = [(g - qn * radial) / norm for g, qn in ((gx, x), (gy, y), (gz, z), (gw, w))]
+    columns = [p0, p1, p2, *quat]
+    return concat([*(c[:, None] for c in columns), ct[:, 6:]])
