@@ -4,7 +4,8 @@
   repository.bzl) returns `platform_common.ToolchainInfo(cuda = CudaToolchainInfo)`:
   nvcc and every file of the toolkit, which CUDA actions take as inputs.
 - `cuda_archs_setting` is the build setting behind `--//cuda:archs=sm_80,sm_90`: the
-  architectures CUDA artifacts are compiled for (default `sm_90`).
+  architectures CUDA artifacts are compiled for. Its default, `default_archs`, is sm_90
+  plus the GPUs of the build machine (detect.bzl); an explicit value replaces it.
 
 Rules that compile CUDA declare `toolchains = [CUDA_TOOLCHAIN_TYPE]` and read
 `ctx.toolchains[CUDA_TOOLCHAIN_TYPE].cuda`.
@@ -65,6 +66,14 @@ def parse_archs(text, what = "--//cuda:archs"):
     if not archs:
         fail("%s: name at least one CUDA architecture, e.g. sm_90" % what)
     return [archs[n] for n in sorted(archs.keys())]
+
+# Always in the default of --//cuda:archs, GPU or not: the architecture grid-rbd targets.
+BASELINE_ARCH = "sm_90"
+
+def default_archs(detected):
+    """The default of --//cuda:archs: BASELINE_ARCH plus `detected`, e.g. 'sm_86,sm_90'."""
+    return ",".join(parse_archs(",".join([BASELINE_ARCH] + detected),
+                                what = "@grid_cuda_detected//:archs.bzl"))
 
 def _cuda_archs_setting_impl(ctx):
     return [CudaArchsInfo(archs = parse_archs(ctx.build_setting_value))]

@@ -16,8 +16,9 @@ creates, for `name = "go2"`:
                   CUDA target can `deps` on it and `#include "grid.cuh"`)
   go2_cpu         `go2_cpu.so`, the artifact built by the host C++ compiler
   go2_cuda        `go2_cuda.so`, the artifact built by nvcc from //cuda's toolchain for
-                  the architectures of `--//cuda:archs` (default sm_90); builds without
-                  a GPU; tag `cuda` (skip with --build_tag_filters=-cuda)
+                  the architectures of `--//cuda:archs` (default: sm_90 plus the build
+                  machine's GPUs, cuda/detect.bzl); builds without a GPU; tag `cuda`
+                  (skip with --build_tag_filters=-cuda)
   go2_cpu_test    the CPU artifact against the float64 reference, every algorithm
   go2_gpu_test    the CUDA artifact against the reference on the GPU; tags `gpu` and
                   `requires-gpu-nvidia`; skips, saying why, where no GPU is usable
