@@ -53,7 +53,8 @@ void call(Artifact& artifact, uint64_t ctx_id, const std::string& algorithm,
 // A framework call: raw addresses (device pointers on a GPU artifact) from torch or JAX.
 void launch(Artifact& artifact, uint64_t ctx_id, int32_t algorithm_id,
             const std::vector<uintptr_t>& inputs, uintptr_t output, int64_t batch,
-            double gravity, uintptr_t stream, uintptr_t stamp_out, uintptr_t stamp_expect) {
+            double gravity, uintptr_t stream, uintptr_t stamp_out, uintptr_t stamp_expect,
+            uint64_t captured_version) {
   std::vector<const void*> pointers;
   for (uintptr_t address : inputs) pointers.push_back(reinterpret_cast<const void*>(address));
   grid_rbd::DeviceCall call = grid_rbd::plan_device_call(
@@ -63,6 +64,7 @@ void launch(Artifact& artifact, uint64_t ctx_id, int32_t algorithm_id,
   call.stream = reinterpret_cast<void*>(stream);
   call.stamp_out = reinterpret_cast<void*>(stamp_out);
   call.stamp_expect = reinterpret_cast<const void*>(stamp_expect);
+  call.captured_version = captured_version;
   py::gil_scoped_release release;
   artifact.launch(ctx_id, call);
 }
@@ -137,9 +139,11 @@ PYBIND11_MODULE(_core, m) {
       .def("launch", &launch, py::arg("ctx_id"), py::arg("algorithm_id"), py::arg("inputs"),
            py::arg("output"), py::arg("batch"), py::arg("gravity") = kDefaultGravity,
            py::arg("stream") = 0, py::arg("stamp_out") = 0, py::arg("stamp_expect") = 0,
+           py::arg("captured_version") = 0,
            "Enqueue algorithm `algorithm_id` on caller-owned buffers (addresses; device "
            "pointers on a GPU artifact) on `stream` without waiting. stamp_out / "
-           "stamp_expect: addresses of 8-byte model-version stamps (0: none).")
+           "stamp_expect: addresses of 8-byte model-version stamps (0: none). "
+           "captured_version (nonzero): refuse unless the model version still is that.")
       .def("replay", &replay, py::arg("ctx_id"), py::arg("captured_version"),
            py::arg("submit"),
            "Call `submit()` under the replay admission of the context; RuntimeError if it "

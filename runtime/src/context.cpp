@@ -131,6 +131,7 @@ void Context::launch(const DeviceCall& call) {
   const auto admission = admit_shared();
   const grid_descriptor& d = library_->descriptor();
   const std::string name = call.algorithm->name;
+  if (call.captured_version != 0) check_captured_version(call.captured_version);
   if (call.stamp_expect != nullptr) {
     uint64_t stamped = 0;
     library_->check(d.copy(&stamped, call.stamp_expect, sizeof(stamped),
@@ -156,14 +157,18 @@ void Context::launch(const DeviceCall& call) {
   }
 }
 
-std::shared_lock<AdmissionGate> Context::admit_replay(uint64_t captured_version) const {
-  auto admission = admit_shared();
+void Context::check_captured_version(uint64_t captured_version) const {
   const uint64_t current = model_version();
   if (current != captured_version) {
     throw ModelMutatedError("model mutated since this graph was captured (version " +
                             std::to_string(captured_version) + " -> " +
                             std::to_string(current) + "); capture it again");
   }
+}
+
+std::shared_lock<AdmissionGate> Context::admit_replay(uint64_t captured_version) const {
+  auto admission = admit_shared();
+  check_captured_version(captured_version);
   return admission;
 }
 

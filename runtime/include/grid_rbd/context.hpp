@@ -99,6 +99,8 @@ class Context {
   std::shared_lock<AdmissionGate> admit_shared() const;
   std::unique_lock<AdmissionGate> admit_exclusive() const;
   void run_on_device(const CallPlan& plan, double gravity);
+  /// Throws ModelMutatedError unless the model version is `captured_version`.
+  void check_captured_version(uint64_t captured_version) const;
   std::string describe(const std::string& what) const;
 
   std::shared_ptr<const ArtifactLibrary> library_;

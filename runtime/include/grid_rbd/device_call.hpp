@@ -16,6 +16,8 @@ namespace grid_rbd {
 /// refused (ModelMutatedError) unless it equals the context's model version; this costs a
 /// device-to-host read and a wait on `stream`. `stamp_out`, when set, receives the model
 /// version the launch ran under, written on `stream` after the launch.
+/// `captured_version` (nonzero: a replay of a recorded call) refuses the call unless the
+/// context's model version is still that value.
 struct DeviceCall {
   const grid_algorithm* algorithm = nullptr;
   int32_t batch = 0;
@@ -25,6 +27,7 @@ struct DeviceCall {
   void* stream = nullptr;
   void* stamp_out = nullptr;
   const void* stamp_expect = nullptr;
+  uint64_t captured_version = 0;
 };
 
 /// Checks what can be checked of raw pointers: a known algorithm id, 0 <= batch <=
