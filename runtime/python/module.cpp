@@ -52,11 +52,13 @@ void call(Artifact& artifact, uint64_t ctx_id, const std::string& algorithm,
 
 // A framework call: raw addresses (device pointers on a GPU artifact) from torch or JAX.
 void launch(Artifact& artifact, uint64_t ctx_id, int32_t algorithm_id,
-            const std::vector<uintptr_t>& inputs, uintptr_t output, int64_t batch,
+            const py::sequence& inputs, uintptr_t output, int64_t batch,
             double gravity, uintptr_t stream, uintptr_t stamp_out, uintptr_t stamp_expect,
             uint64_t captured_version) {
   std::vector<const void*> pointers;
-  for (uintptr_t address : inputs) pointers.push_back(reinterpret_cast<const void*>(address));
+  for (const py::handle address : inputs) {
+    pointers.push_back(reinterpret_cast<const void*>(address.cast<uintptr_t>()));
+  }
   grid_rbd::DeviceCall call = grid_rbd::plan_device_call(
       artifact.library(), algorithm_id, batch, pointers.data(),
       static_cast<int32_t>(pointers.size()), reinterpret_cast<void*>(output));

@@ -1,0 +1,36 @@
+"""grid_rbd.torch: the PyTorch backend.
+
+    import grid_rbd.torch as grid_torch
+    h = grid_torch.register_robot("iiwa14", urdf_path="robots/iiwa14/iiwa14.urdf")
+    qdd = h.forward_dynamics(q, qd, u)   # torch.Tensor, autograd-aware
+    qdd.sum().backward()
+
+Methods are `torch.library` custom ops (`grid_rbd::run`, `run_stamped`, `run_checked`)
+on the current CUDA stream, or on CPU tensors with a CPU artifact; the four
+differentiable methods carry an analytic backward. `handle.capture` records a call for
+cheap replay; `pinned_host_like` / `copy_to_host` move large outputs to the host.
+docs/torch.md is the guide.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from grid_rbd.torch._graph import GraphCallable
+from grid_rbd.torch._handle import TorchRobotHandle
+from grid_rbd.torch._host import copy_to_host, pinned_host_like
+
+
+def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
+                   **kwargs: Any) -> TorchRobotHandle:
+    """`grid_rbd.register_robot(..., backend="torch")`: the same arguments and store."""
+    import grid_rbd
+
+    if "backend" in kwargs:
+        raise TypeError("grid_rbd.torch.register_robot always uses backend='torch'")
+    return grid_rbd.register_robot(name, urdf_path, backend="torch", **kwargs)
+
+
+__all__ = ["GraphCallable", "TorchRobotHandle", "copy_to_host", "pinned_host_like",
+           "register_robot"]
