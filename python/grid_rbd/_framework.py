@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from grid_rbd._handle import RobotHandle
-from grid_rbd._methods import Method
+from grid_rbd._methods import BY_NAME, Method
 
 #: Bytes of a model-version stamp (a uint64 the forward writes on its stream).
 STAMP_BYTES = 8
@@ -31,7 +31,11 @@ class FrameworkHandle:
         if not isinstance(base, RobotHandle):
             raise TypeError(f"expected a grid_rbd.RobotHandle, got {type(base).__name__}")
         self._base = base
+        self._artifact = base._artifact
         self._ids = {name: int(info["id"]) for name, info in base._algorithms.items()}
+        self._output_shapes = {name: BY_NAME[name].output_shape(base._dims)
+                               for name in self._ids}
+        self._max_batch = base.max_batch_size
 
     # -- what the numpy handle knows ----------------------------------------------------
     @property
@@ -111,7 +115,7 @@ class FrameworkHandle:
         return algorithm_id
 
     def _check_batch(self, batch: int) -> None:
-        if batch > self.max_batch_size:
+        if batch > self._max_batch:
             raise ValueError(f"batch {batch} exceeds this artifact's max_batch_size "
                              f"{self.max_batch_size}; split the batch or register with a "
                              "larger max_batch_size")

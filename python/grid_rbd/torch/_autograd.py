@@ -24,7 +24,7 @@ from torch.autograd.function import once_differentiable
 
 from grid_rbd._framework import ambient_pullback
 from grid_rbd._methods import BY_NAME
-from grid_rbd.torch import _ops  # noqa: F401  (registers the grid_rbd:: ops)
+from grid_rbd.torch import _ops
 
 _FORWARD_DYNAMICS = ("forward_dynamics", "aba")
 
@@ -39,7 +39,7 @@ class AnalyticFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, runner: int, method_name: str, nv: int, floating_base: bool,
                 gravity: float, *inputs: torch.Tensor | None) -> torch.Tensor:
-        out, stamp = torch.ops.grid_rbd.run_stamped(runner, method_name, list(inputs), gravity)
+        out, stamp = _ops.call_run_stamped(runner, method_name, list(inputs), gravity)
         ctx.runner, ctx.method_name, ctx.nv = runner, method_name, nv
         ctx.floating_base, ctx.gravity = floating_base, gravity
         ctx.present = tuple(t is not None for t in inputs)
@@ -56,7 +56,7 @@ class AnalyticFunction(torch.autograd.Function):
         method = BY_NAME[ctx.method_name]
         ct = ct.contiguous()
         q = inputs[0]
-        jacobian = torch.ops.grid_rbd.run_checked(ctx.runner, method.gradient, inputs,
+        jacobian = _ops.call_run_checked(ctx.runner, method.gradient, inputs,
                                                   ctx.gravity, stamp)
         nv = ctx.nv
         grads: list[torch.Tensor | None] = [None] * len(inputs)
@@ -69,7 +69,7 @@ class AnalyticFunction(torch.autograd.Function):
             grads[1] = torch.einsum("bi,bij->bj", ct, jacobian[:, :, nv:])
         if ctx.method_name in _FORWARD_DYNAMICS and needs[2]:
             qd, u = inputs[1], inputs[2]
-            grads[2] = torch.ops.grid_rbd.run_checked(
+            grads[2] = _ops.call_run_checked(
                 ctx.runner, ctx.method_name, [q, torch.zeros_like(qd), ct.to(u.dtype), None],
                 0.0, stamp)
         return (None, None, None, None, None, *grads)

@@ -30,16 +30,19 @@ class TorchRobotHandle(FrameworkHandle):
     def __init__(self, base: RobotHandle) -> None:
         super().__init__(base)
         self._runner = _ops.register_runner(self)
+        # Per-call checks read these (computed once: the eager path is microseconds).
+        self._dtype = _TORCH_DTYPES[self.np_dtype.name]
+        self._device = torch.device("cuda") if self.device == "cuda" else torch.device("cpu")
 
     @property
     def dtype(self) -> torch.dtype:
         """The compute dtype (torch.float32 or torch.float64)."""
-        return _TORCH_DTYPES[self.np_dtype.name]
+        return self._dtype
 
     @property
     def torch_device(self) -> torch.device:
         """Where inputs must live: cuda (the current device) or cpu."""
-        return torch.device("cuda") if self.device == "cuda" else torch.device("cpu")
+        return self._device
 
     # -- calls ---------------------------------------------------------------------------
     def _run(self, method: Method, args: tuple, kwargs: dict[str, Any]) -> torch.Tensor:
@@ -54,10 +57,11 @@ class TorchRobotHandle(FrameworkHandle):
         if wants_grad:
             return _autograd.apply(self._runner, method.name, self.nv, self.floating_base,
                                    gravity, inputs)
-        return torch.ops.grid_rbd.run(self._runner, method.name, inputs, gravity)
+        return _ops.call_run(self._runner, method.name, inputs, gravity)
 
     def _check_inputs(self, method: Method, values: list[Any]) -> list[torch.Tensor | None]:
         dims = self.numpy._dims
+        dtype, device_type = self._dtype, self._device.type
         batch, first = None, ""
         tensors: list[torch.Tensor | None] = []
         for port, value in zip(method.inputs, values, strict=True):
@@ -65,6 +69,13 @@ class TorchRobotHandle(FrameworkHandle):
                 tensors.append(None)
                 continue
             width = port.width(dims)
+            if (type(value) is torch.Tensor and value.dim() == 2 and value.shape[1] == width
+                    and value.dtype == dtype and value.device.type == device_type
+                    and (batch is None or value.shape[0] == batch)):
+                if batch is None:
+                    batch, first = value.shape[0], port.name
+                tensors.append(value.contiguous())
+                continue
             if not isinstance(value, torch.Tensor):
                 raise TypeError(f"{port.name} must be a torch.Tensor of shape (B, {width}); got "
                                 f"{type(value).__name__} (wrap numpy with torch.from_numpy)")
