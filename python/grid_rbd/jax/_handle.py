@@ -1,0 +1,196 @@
+"""`JaxRobotHandle`: the handle methods as JAX operations (XLA FFI custom calls).
+
+Every method of the table (`grid_rbd._methods.METHODS`) takes `(B, width)` jax or numpy
+arrays of the handle dtype and returns a jax array placed where its inputs are; it works
+under `jax.jit` and composes with `jax.vmap` (the mapped axes fold into the batch of one
+launch). The handle's artifact decides the platform: a CUDA build runs on JAX's CUDA
+stream, a CPU build on the CPU; inputs on the other platform are refused at run time.
+
+forward_dynamics (fd), aba, inverse_dynamics (rnea) and end_effector_pose carry an
+analytic VJP (`_autodiff.py`). Each method `m` also has two twins:
+
+* `m_stamped(...) -> (value, stamp)`: the stamp is the model version the launch ran
+  under, written by the same launch (uint32[2]; `grid_rbd.jax.stamp_value` reads it);
+* `m_checked(..., stamp=...)`: refused at run time unless the context's model version
+  still equals `stamp`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from grid_codegen.model import GRAVITY
+from grid_rbd._framework import FrameworkHandle
+from grid_rbd._handle import RobotHandle, bind_arguments, install_methods
+from grid_rbd._methods import METHODS, Dims, Input, Method
+from grid_rbd.jax._autodiff import differentiable
+from grid_rbd.jax._launch import Launcher
+from grid_rbd.jax._targets import ensure_registered
+
+
+class JaxRobotHandle(FrameworkHandle):
+    """A compiled robot whose methods take and return jax arrays (see the module doc).
+
+    Built by `grid_rbd.jax.register_robot` (or `register_robot(..., backend="jax")`) as
+    a view over the numpy handle: dimensions, names, `model_version`,
+    `set_inertia_params`, `context()` and `close()` are that handle's.
+    """
+
+    def __init__(self, base: RobotHandle) -> None:
+        super().__init__(base)
+        ensure_registered()
+        self._launcher: Launcher | None = None
+        self._vjp_functions: dict[tuple, Any] = {}
+
+    # -- launching ------------------------------------------------------------------------
+    @property
+    def launcher(self) -> Launcher:
+        """The static launch description of this handle's context (built once)."""
+        if self._launcher is None:
+            from grid_rbd._handle import _core
+
+            self._launcher = Launcher(
+                robot=self.name, bridge=int(_core().bridge_address()),
+                artifact=int(self._base._artifact.native_address), ctx_id=self.ctx_id,
+                is_gpu=self.device == "cuda", dtype=np.dtype(self.np_dtype),
+                dims=Dims(self.nq, self.nv, self.nb, self.num_ees), ids=dict(self._ids))
+        return self._launcher
+
+    def _run(self, method: Method, args: tuple, kwargs: dict[str, Any]) -> jax.Array:
+        values, gravity, out = bind_arguments(method, args, kwargs)
+        if out is not None:
+            raise TypeError(f"{method.name}: out= is not supported on the JAX backend (jax "
+                            "arrays are immutable); to let XLA reuse an input's buffer, "
+                            "jit the caller with donate_argnums")
+        arrays = self._prepare(method, values)
+        if method.differentiable:
+            present = tuple(a is not None for a in arrays)
+            key = (method.name, gravity, present)
+            function = self._vjp_functions.get(key)
+            if function is None:
+                function = differentiable(self.launcher, method, gravity, present)
+                self._vjp_functions[key] = function
+            return function(*(a for a in arrays if a is not None))
+        return self.launcher.run(method.name, arrays, gravity)
+
+    def _run_stamped(self, method: Method, args: tuple, kwargs: dict[str, Any],
+                     ) -> tuple[jax.Array, jax.Array]:
+        values, gravity, _ = bind_arguments(method, args, kwargs)
+        return self.launcher.run(method.name, self._prepare(method, values), gravity,
+                                 stamp_out=True)
+
+    def _run_checked(self, method: Method, args: tuple, kwargs: dict[str, Any],
+                     stamp: Any) -> jax.Array:
+        values, gravity, _ = bind_arguments(method, args, kwargs)
+        stamp = self._check_stamp(stamp)
+        return self.launcher.run(method.name, self._prepare(method, values), gravity,
+                                 stamp=stamp)
+
+    # -- validation -----------------------------------------------------------------------
+    def _prepare(self, method: Method, values: list[Any]) -> list[jax.Array | None]:
+        """`values` validated and as jax arrays; f_ext's broadcast forms materialised."""
+        self._require(method)
+        if self.np_dtype == np.float64 and not jax.config.jax_enable_x64:
+            raise ValueError(f"{self.name} computes in float64, which JAX supports only in "
+                             "64-bit mode: call jax.config.update('jax_enable_x64', True) "
+                             "(or set JAX_ENABLE_X64=1) before creating arrays, or register "
+                             "the robot with dtype='float32'")
+        arrays: list[jax.Array | None] = []
+        batch, first = None, ""
+        for port, value in zip(method.inputs, values, strict=True):
+            if value is None:
+                arrays.append(None)
+                continue
+            arr = self._check_input(port, value)
+            if arr.ndim == 2 and not (port.name == "f_ext" and arr.shape[0] == 1):
+                if batch is None:
+                    batch, first = arr.shape[0], port.name
+                elif arr.shape[0] != batch:
+                    raise ValueError(f"{port.name} has batch {arr.shape[0]}; {first} has "
+                                     f"batch {batch} (every input shares axis 0)")
+            arrays.append(arr)
+        assert batch is not None  # q is required, 2-D and first
+        self._check_batch(batch)
+        return [a if a is None or a.ndim == 2 and a.shape[0] == batch
+                else jnp.broadcast_to(a.reshape(1, -1), (batch, a.shape[-1])) for a in arrays]
+
+    def _check_input(self, port: Input, value: Any) -> jax.Array:
+        dims = self.launcher.dims
+        width = port.width(dims)
+        if not isinstance(value, (jax.Array, np.ndarray)):
+            raise TypeError(f"{port.name} must be a jax.Array or numpy.ndarray of shape "
+                            f"(B, {width}); got {type(value).__name__}")
+        shape = tuple(value.shape)
+        broadcast = port.name == "f_ext" and len(shape) == 1
+        if len(shape) != 2 and not broadcast:
+            forms = (f"(B, {width}), ({width},) or (1, {width})" if port.name == "f_ext"
+                     else f"(B, {width}) with the batch on axis 0")
+            raise ValueError(f"{port.name} must be {forms}; got shape {shape}")
+        if shape[-1] != width:
+            raise ValueError(f"{port.name} has width {shape[-1]}; this robot's "
+                             f"{port.width.describe(dims)}")
+        if value.dtype != self.np_dtype:
+            raise ValueError(f"{port.name} has dtype {value.dtype}; this robot computes in "
+                             f"{self.np_dtype} (pass {port.name}.astype(jnp.{self.np_dtype}), "
+                             f"or register with dtype='{value.dtype}')")
+        return jnp.asarray(value)
+
+    @staticmethod
+    def _check_stamp(stamp: Any) -> jax.Array:
+        if not isinstance(stamp, (jax.Array, np.ndarray)) or stamp.dtype != np.uint32 or \
+                tuple(stamp.shape) != (2,):
+            raise TypeError("stamp must be the uint32[2] a _stamped twin returned; got "
+                            f"{getattr(stamp, 'dtype', type(stamp).__name__)} "
+                            f"{getattr(stamp, 'shape', '')}")
+        return jnp.asarray(stamp)
+
+
+# -- the methods ------------------------------------------------------------------------
+def _twin(method: Method, public: str, kind: str) -> Any:
+    """`<public>_stamped` or `<public>_checked` for `method`."""
+    if kind == "stamped":
+        def call(self: JaxRobotHandle, *args: Any, **kwargs: Any) -> Any:
+            return self._run_stamped(method, args, kwargs)
+    else:
+        def call(self: JaxRobotHandle, *args: Any, stamp: Any, **kwargs: Any) -> Any:
+            return self._run_checked(method, args, kwargs, stamp)
+
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                 default=inspect.Parameter.empty if p.required else None,
+                                 annotation="jax.Array") for p in method.inputs]
+    if kind == "checked":
+        params.append(inspect.Parameter("stamp", kw, annotation="jax.Array"))
+    if method.uses_gravity:
+        params.append(inspect.Parameter("gravity", kw, default=GRAVITY, annotation=float))
+    name = f"{public}_{kind}"
+    call.__signature__ = inspect.Signature(
+        params, return_annotation="tuple[jax.Array, jax.Array]" if kind == "stamped"
+        else "jax.Array")
+    call.__name__ = name
+    call.__qualname__ = f"JaxRobotHandle.{name}"
+    call.__doc__ = (
+        f"`{method.name}` returning `(value, stamp)`: the stamp (uint32[2]) is the model "
+        "version this launch ran under, written by the launch itself."
+        if kind == "stamped" else
+        f"`{method.name}`, refused at run time (\"model mutated between forward and "
+        "backward\") unless the context's model version still equals `stamp`, the "
+        "stamp a _stamped twin returned.")
+    return call
+
+
+def _install_twins(cls: type, methods: tuple[Method, ...] = METHODS) -> None:
+    for method in methods:
+        for public in (method.name, *method.aliases):
+            for kind in ("stamped", "checked"):
+                setattr(cls, f"{public}_{kind}", _twin(method, public, kind))
+
+
+install_methods(JaxRobotHandle, array="jax.Array")
+_install_twins(JaxRobotHandle)
