@@ -394,6 +394,13 @@ def test_input_validation(handles, refs):
     with pytest.raises(TypeError, match="out= is not supported on the JAX backend.*"
                                         "donate_argnums"):
         h.forward_dynamics(q, qd, u, out=np.empty_like(u))
+    with pytest.raises(TypeError, match="out= is not supported"):
+        h.forward_dynamics_stamped(q, qd, u, out=np.empty_like(u))
+    with pytest.raises(TypeError, match="gravity must be a static Python float"):
+        jax.jit(h.forward_dynamics)(q, qd, u, gravity=-1.0)
+    static = jax.jit(h.forward_dynamics, static_argnames="gravity")
+    _close(static(q, qd, u, gravity=-1.0), ref.forward_dynamics(q, qd, u, None, -1.0),
+           "static gravity")
     big = np.zeros((MAX_BATCH + 1, h.nq))
     with pytest.raises(ValueError, match=f"batch {MAX_BATCH + 1} exceeds this artifact's "
                                          f"max_batch_size {MAX_BATCH}"):
@@ -542,3 +549,20 @@ def test_gpu_artifact_refuses_cpu_arrays(handles, refs):
     with pytest.raises(RUNTIME_ERRORS, match="artifact is a CUDA build, but the call runs "
                                              "on the CPU"):
         jax.block_until_ready(h.crba(q))
+
+
+def test_reverse_mode_only(handles, refs):
+    h, ref = _get(handles, refs, "iiwa14")
+    s = _states(ref, batch=2)
+    # jax.jacrev maps the backward over the output's basis.
+    jac = jax.jacrev(lambda q: h.fd(q, s.qd, s.u))(s.q)  # (B, nv, B, nq)
+    expected = ref.forward_dynamics_gradient(s.q, s.qd, s.u)[:, :, :h.nv]
+    _close(np.stack([jac[b, :, b, :] for b in range(2)]), expected, "jacrev(fd)")
+    assert not np.asarray(jac[0, :, 1, :]).any()
+    with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+        jax.jvp(lambda q: h.fd(q, s.qd, s.u), (s.q,), (s.q,))
+    loss = lambda q: h.fd(q, s.qd, s.u).sum()  # noqa: E731
+    with pytest.raises(ValueError, match="cannot be differentiated"):
+        jax.grad(lambda q: jax.grad(loss)(q).sum())(s.q)
+    with pytest.raises(ValueError, match="cannot be differentiated"):  # forward-only method
+        jax.grad(lambda q: h.crba(q).sum())(s.q)

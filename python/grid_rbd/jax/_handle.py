@@ -62,13 +62,12 @@ class JaxRobotHandle(FrameworkHandle):
         return self._launcher
 
     def _run(self, method: Method, args: tuple, kwargs: dict[str, Any]) -> jax.Array:
-        values, gravity, out = bind_arguments(method, args, kwargs)
-        if out is not None:
-            raise TypeError(f"{method.name}: out= is not supported on the JAX backend (jax "
-                            "arrays are immutable); to let XLA reuse an input's buffer, "
-                            "jit the caller with donate_argnums")
+        values, gravity = _bind(method, args, kwargs)
         arrays = self._prepare(method, values)
-        if method.differentiable:
+        # Concrete inputs mean no transformation traces this call: nothing to
+        # differentiate, so the plain launch runs without the custom_vjp wrapper.
+        traced = any(isinstance(a, jax.core.Tracer) for a in arrays)
+        if method.differentiable and traced:
             present = tuple(a is not None for a in arrays)
             key = (method.name, gravity, present)
             function = self._vjp_functions.get(key)
@@ -80,13 +79,13 @@ class JaxRobotHandle(FrameworkHandle):
 
     def _run_stamped(self, method: Method, args: tuple, kwargs: dict[str, Any],
                      ) -> tuple[jax.Array, jax.Array]:
-        values, gravity, _ = bind_arguments(method, args, kwargs)
+        values, gravity = _bind(method, args, kwargs)
         return self.launcher.run(method.name, self._prepare(method, values), gravity,
                                  stamp_out=True)
 
     def _run_checked(self, method: Method, args: tuple, kwargs: dict[str, Any],
                      stamp: Any) -> jax.Array:
-        values, gravity, _ = bind_arguments(method, args, kwargs)
+        values, gravity = _bind(method, args, kwargs)
         stamp = self._check_stamp(stamp)
         return self.launcher.run(method.name, self._prepare(method, values), gravity,
                                  stamp=stamp)
@@ -138,7 +137,7 @@ class JaxRobotHandle(FrameworkHandle):
             raise ValueError(f"{port.name} has dtype {value.dtype}; this robot computes in "
                              f"{self.np_dtype} (pass {port.name}.astype(jnp.{self.np_dtype}), "
                              f"or register with dtype='{value.dtype}')")
-        return jnp.asarray(value)
+        return value if isinstance(value, jax.Array) else jnp.asarray(value)
 
     @staticmethod
     def _check_stamp(stamp: Any) -> jax.Array:
@@ -148,6 +147,21 @@ class JaxRobotHandle(FrameworkHandle):
                             f"{getattr(stamp, 'dtype', type(stamp).__name__)} "
                             f"{getattr(stamp, 'shape', '')}")
         return jnp.asarray(stamp)
+
+
+def _bind(method: Method, args: tuple, kwargs: dict[str, Any]) -> tuple[list, float]:
+    """`bind_arguments` for the JAX surface: gravity must be static, and there is no
+    `out=`."""
+    if isinstance(kwargs.get("gravity"), jax.core.Tracer):
+        raise TypeError(f"{method.name}: gravity must be a static Python float; under "
+                        "jax.jit mark it static (jax.jit(f, static_argnames='gravity')) or "
+                        "close over it")
+    values, gravity, out = bind_arguments(method, args, kwargs)
+    if out is not None:
+        raise TypeError(f"{method.name}: out= is not supported on the JAX backend (jax "
+                        "arrays are immutable); to let XLA reuse an input's buffer, jit "
+                        "the caller with donate_argnums")
+    return values, gravity
 
 
 # -- the methods ------------------------------------------------------------------------

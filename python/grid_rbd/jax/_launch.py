@@ -10,11 +10,12 @@ without a reference cycle. Arrays must already be validated (`JaxRobotHandle` do
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from grid_rbd._methods import BY_NAME, Dims
@@ -38,6 +39,7 @@ class Launcher:
     dtype: np.dtype
     dims: Dims
     ids: Mapping[str, int]
+    _compiled: dict[tuple, Any] = field(default_factory=dict, repr=False)
 
     @property
     def floating_base(self) -> bool:
@@ -58,10 +60,24 @@ class Launcher:
         under, as `(value, stamp)` (the `_stamped` twin). `stamp`: a forward's stamp;
         the launch is refused unless the model still has that version (the `_checked`
         twin)."""
-        method = BY_NAME[name]
-        algorithm_id = self.algorithm_id(name)
-        present = [v is not None for v in values]
+        present = tuple(v is not None for v in values)
+        key = (name, present, float(gravity), bool(stamp_out), stamp is not None)
+        function = self._compiled.get(key)
+        if function is None:
+            self.algorithm_id(name)  # refuse an algorithm the artifact lacks, by name
+            # One jitted function per launch shape: a call outside jax.jit then takes
+            # jit's fast dispatch path instead of binding the FFI primitive each time.
+            function = jax.jit(functools.partial(self._launch, *key))
+            self._compiled[key] = function
         operands = [v for v in values if v is not None]
+        if stamp is not None:
+            operands.append(stamp)
+        return function(*operands)
+
+    def _launch(self, name: str, present: tuple[bool, ...], gravity: float, stamp_out: bool,
+                stamp_expect: bool, *operands: jax.Array,
+                ) -> jax.Array | tuple[jax.Array, jax.Array]:
+        method = BY_NAME[name]
         widths = np.array([p.width(self.dims) for p, here in zip(method.inputs, present,
                                                                   strict=True) if here],
                           dtype=np.int64)
@@ -70,18 +86,15 @@ class Launcher:
                                         self.dtype)]
         if stamp_out:
             results.append(jax.ShapeDtypeStruct(STAMP_SHAPE, STAMP_DTYPE))
-        if stamp is not None:
-            operands.append(jnp.asarray(stamp, STAMP_DTYPE))
         call = jax.ffi.ffi_call(TARGET, results, vmap_method="broadcast_all")
         out = call(*operands,
                    bridge=_bits64(self.bridge), artifact=_bits64(self.artifact),
-                   ctx_id=_bits64(self.ctx_id), algorithm=np.int32(algorithm_id),
+                   ctx_id=_bits64(self.ctx_id), algorithm=np.int32(self.algorithm_id(name)),
                    num_inputs=np.int32(len(method.inputs)),
                    present=np.int32(sum(1 << k for k, here in enumerate(present) if here)),
                    widths=widths, item_size=np.int64(method.output_size(self.dims)),
                    dtype_bytes=np.int32(self.dtype.itemsize), gravity=np.float64(gravity),
-                   stamp_out=bool(stamp_out), stamp_expect=stamp is not None,
-                   is_gpu=bool(self.is_gpu))
+                   stamp_out=stamp_out, stamp_expect=stamp_expect, is_gpu=bool(self.is_gpu))
         return (out[0], out[1]) if stamp_out else out[0]
 
 
