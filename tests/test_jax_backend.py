@@ -421,6 +421,15 @@ def test_float64_needs_x64(handles, refs):
         jax.config.update("jax_enable_x64", True)
 
 
+def test_empty_batch(handles, refs):
+    h, _ = _get(handles, refs, "iiwa14")
+    empty = np.zeros((0, h.nq))
+    assert h.crba(empty).shape == (0, h.nv, h.nv)
+    value, stamp = h.forward_dynamics_stamped(empty, empty, empty)
+    assert value.shape == (0, h.nv) and grid_jax.stamp_value(stamp) == h.model_version
+    assert jax.grad(lambda q: h.fd(q, empty, empty).sum())(empty).shape == (0, h.nq)
+
+
 def test_f_ext_broadcast_forms(handles, refs):
     h, ref = _get(handles, refs, "iiwa14")
     s = _states(ref, batch=4, seed=12)

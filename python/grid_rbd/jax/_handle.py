@@ -94,11 +94,11 @@ class JaxRobotHandle(FrameworkHandle):
     def _prepare(self, method: Method, values: list[Any]) -> list[jax.Array | None]:
         """`values` validated and as jax arrays; f_ext's broadcast forms materialised."""
         self._require(method)
-        if self.np_dtype == np.float64 and not jax.config.jax_enable_x64:
-            raise ValueError(f"{self.name} computes in float64, which JAX supports only in "
-                             "64-bit mode: call jax.config.update('jax_enable_x64', True) "
-                             "(or set JAX_ENABLE_X64=1) before creating arrays, or register "
-                             "the robot with dtype='float32'")
+        if jax.dtypes.canonicalize_dtype(self.np_dtype) != self.np_dtype:
+            raise ValueError(f"{self.name} computes in {self.np_dtype}, which JAX supports "
+                             "only in 64-bit mode: call jax.config.update('jax_enable_x64', "
+                             "True) (or set JAX_ENABLE_X64=1) before creating arrays, or "
+                             "register the robot with dtype='float32'")
         arrays: list[jax.Array | None] = []
         batch, first = None, ""
         for port, value in zip(method.inputs, values, strict=True):
