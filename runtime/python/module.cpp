@@ -51,7 +51,7 @@ void call(Artifact& artifact, uint64_t ctx_id, const std::string& algorithm,
 }
 
 // A framework call: raw addresses (device pointers on a GPU artifact) from torch or JAX.
-void launch(Artifact& artifact, uint64_t ctx_id, int32_t algorithm_id,
+uint64_t launch(Artifact& artifact, uint64_t ctx_id, int32_t algorithm_id,
             const py::sequence& inputs, uintptr_t output, int64_t batch,
             double gravity, uintptr_t stream, uintptr_t stamp_out, uintptr_t stamp_expect,
             uint64_t captured_version) {
@@ -68,7 +68,7 @@ void launch(Artifact& artifact, uint64_t ctx_id, int32_t algorithm_id,
   call.stamp_expect = reinterpret_cast<const void*>(stamp_expect);
   call.captured_version = captured_version;
   py::gil_scoped_release release;
-  artifact.launch(ctx_id, call);
+  return artifact.launch(ctx_id, call);
 }
 
 // A captured-graph replay: `submit` runs (with the GIL) while the replay admission of
@@ -145,7 +145,8 @@ PYBIND11_MODULE(_core, m) {
            "Enqueue algorithm `algorithm_id` on caller-owned buffers (addresses; device "
            "pointers on a GPU artifact) on `stream` without waiting. stamp_out / "
            "stamp_expect: addresses of 8-byte model-version stamps (0: none). "
-           "captured_version (nonzero): refuse unless the model version still is that.")
+           "captured_version (nonzero): refuse unless the model version still is that. "
+           "Returns the model version the launch ran under.")
       .def("replay", &replay, py::arg("ctx_id"), py::arg("captured_version"),
            py::arg("submit"),
            "Call `submit()` under the replay admission of the context; RuntimeError if it "

@@ -73,7 +73,9 @@ void Artifact::call(uint64_t id, const std::string& algorithm,
   resolve(id)->run(plan, gravity);
 }
 
-void Artifact::launch(uint64_t id, const DeviceCall& call) { resolve(id)->launch(call); }
+uint64_t Artifact::launch(uint64_t id, const DeviceCall& call) {
+  return resolve(id)->launch(call);
+}
 
 uint64_t Artifact::set_inertia_params(uint64_t id, const std::vector<std::byte>& table) {
   return resolve(id)->set_inertia_params(table, epoch_);

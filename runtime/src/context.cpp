@@ -127,7 +127,7 @@ void Context::run_on_device(const CallPlan& plan, double gravity) {
   library_->check(d.synchronize(stream_), name + ": synchronising the device");
 }
 
-void Context::launch(const DeviceCall& call) {
+uint64_t Context::launch(const DeviceCall& call) {
   const auto admission = admit_shared();
   const grid_descriptor& d = library_->descriptor();
   const std::string name = call.algorithm->name;
@@ -151,10 +151,12 @@ void Context::launch(const DeviceCall& call) {
                              call.batch, call.gravity, call.stream),
                     name + " failed");
   }
+  const uint64_t version = model_version();
   if (call.stamp_out != nullptr) {
-    library_->check(d.write_stamp(call.stamp_out, model_version(), call.stream),
+    library_->check(d.write_stamp(call.stamp_out, version, call.stream),
                     name + ": writing the model-version stamp");
   }
+  return version;
 }
 
 void Context::check_captured_version(uint64_t captured_version) const {

@@ -56,10 +56,11 @@ def current_stream(device: torch.device) -> int:
 def launch(handle: Any, algorithm: str, inputs: list[torch.Tensor | None],
            out: torch.Tensor, gravity: float, *, ctx_id: int | None = None,
            stamp_out: torch.Tensor | None = None, stamp_expect: torch.Tensor | None = None,
-           captured_version: int = 0) -> None:
-    """Enqueue `algorithm` of `handle` on the current stream of `out`'s device."""
+           captured_version: int = 0) -> int:
+    """Enqueue `algorithm` of `handle` on the current stream of `out`'s device; returns
+    the model version it ran under."""
     first = next(t for t in inputs if t is not None)
-    handle._artifact.launch(
+    return handle._artifact.launch(
         handle.ctx_id if ctx_id is None else ctx_id, handle._ids[algorithm],
         [0 if t is None else t.data_ptr() for t in inputs], out.data_ptr(),
         int(first.shape[0]), float(gravity), current_stream(out.device),
@@ -74,7 +75,7 @@ def _empty_output(handle: Any, algorithm: str, inputs: list[torch.Tensor | None]
 
 
 def _new_stamp(like: torch.Tensor) -> torch.Tensor:
-    return torch.zeros(1, dtype=torch.int64, device=like.device)
+    return torch.empty(1, dtype=torch.int64, device=like.device)  # the launch writes it
 
 
 def run_impl(runner: int, algorithm: str, inputs: list[torch.Tensor | None],

@@ -54,8 +54,9 @@ class Artifact {
   /// A host call (see plan_call for what is checked) on context `id`.
   void call(uint64_t id, const std::string& algorithm, const std::vector<HostArray>& inputs,
             const HostArray& out, double gravity);
-  /// A framework call on caller-owned memory (see DeviceCall) on context `id`.
-  void launch(uint64_t id, const DeviceCall& call);
+  /// A framework call on caller-owned memory (see DeviceCall) on context `id`; returns
+  /// the model version it ran under.
+  uint64_t launch(uint64_t id, const DeviceCall& call);
   /// Replaces context `id`'s inertia table (nb x 10 scalars of the artifact dtype, as
   /// bytes); returns its new model version.
   uint64_t set_inertia_params(uint64_t id, const std::vector<std::byte>& table);

@@ -72,8 +72,9 @@ class Context {
   /// Enqueues a framework call on its stream under shared admission (see DeviceCall for
   /// the stamps); does not wait, except for a `stamp_expect` read. Throws
   /// ModelMutatedError "model mutated between forward and backward (version A -> B);
-  /// recompute the forward" when the stamp is stale.
-  void launch(const DeviceCall& call);
+  /// recompute the forward" when the stamp is stale. Returns the model version the call
+  /// ran under (a later call can pass it as `captured_version`).
+  uint64_t launch(const DeviceCall& call);
 
   /// The admission of a captured-graph replay: shared, like a compute call, and refused
   /// (ModelMutatedError) unless the model version is still `captured_version`. Hold the
