@@ -54,6 +54,15 @@ ROBOTS = {r.name: r for r in (
 )}
 
 
+def robot_available(robot: str) -> bool:
+    """Whether ROBOTS[robot]'s URDF is on this machine (example-robot-data robots need
+    the package, or GRID_RBD_ROBOT_DATA)."""
+    try:
+        return ROBOTS[robot].path.is_file()
+    except FileNotFoundError:
+        return False
+
+
 def pinocchio_model(robot: TestRobot):
     import pinocchio as pin
     if robot.floating_base:

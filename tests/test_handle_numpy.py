@@ -19,7 +19,7 @@ pytest.importorskip("grid_rbd._core", reason="grid_rbd._core (the C++ runtime ex
                     "is not built: run pip install -e . (tools/setup.sh)")
 
 from artifact_harness import reference_case, round_states, tolerance  # noqa: E402
-from support import ROBOTS, assert_scaled_close, random_states  # noqa: E402
+from support import ROBOTS, assert_scaled_close, random_states, robot_available  # noqa: E402
 
 import grid_rbd  # noqa: E402
 import grid_rbd.reference as reference  # noqa: E402
@@ -41,13 +41,6 @@ CONFIGS = {
 NUMERIC = ["iiwa14-f64", "go2-f64", "iiwa14-f32"]
 
 
-def _available(robot: str) -> bool:
-    try:
-        return ROBOTS[robot].path.is_file()
-    except FileNotFoundError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("grid_rbd_store")
@@ -63,7 +56,7 @@ def handles(cache):
                                               floating_base=spec.floating_base,
                                               cache_dir=cache, **kwargs)
 
-    items = [i for i in CONFIGS.items() if _available(i[1][0])]
+    items = [i for i in CONFIGS.items() if robot_available(i[1][0])]
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(pool.map(register, items))
 
@@ -71,7 +64,7 @@ def handles(cache):
 @pytest.fixture(scope="module")
 def refs():
     return {robot: reference.load(ROBOTS[robot].path, floating_base=ROBOTS[robot].floating_base)
-            for robot in ("iiwa14", "go2") if _available(robot)}
+            for robot in ("iiwa14", "go2") if robot_available(robot)}
 
 
 def _get(handles, refs, config):

@@ -27,7 +27,13 @@ import jax.numpy as jnp  # noqa: E402
 from artifact_harness import reference_case  # noqa: E402
 from jax.test_util import check_grads  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
-from support import REPO, ROBOTS, assert_scaled_close, random_states  # noqa: E402
+from support import (  # noqa: E402
+    REPO,
+    ROBOTS,
+    assert_scaled_close,
+    random_states,
+    robot_available,
+)
 
 import grid_rbd  # noqa: E402
 import grid_rbd.jax as grid_jax  # noqa: E402
@@ -52,13 +58,6 @@ def _jax_on_gpu() -> bool:
     return jax.default_backend() == "gpu"
 
 
-def _available(robot: str) -> bool:
-    try:
-        return ROBOTS[robot].path.is_file()
-    except FileNotFoundError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("grid_rbd_store")
@@ -77,13 +76,13 @@ def handles(cache):
                                                cache_dir=cache, **CONFIGS[robot])
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(register, [r for r in CONFIGS if _available(r)]))
+        return dict(pool.map(register, [r for r in CONFIGS if robot_available(r)]))
 
 
 @pytest.fixture(scope="module")
 def refs():
     return {r: reference.load(ROBOTS[r].path, floating_base=ROBOTS[r].floating_base)
-            for r in CONFIGS if _available(r)}
+            for r in CONFIGS if robot_available(r)}
 
 
 def _get(handles, refs, robot):

@@ -18,7 +18,7 @@ pytest.importorskip("grid_rbd._core", reason="grid_rbd._core (the C++ runtime ex
                     "is not built: run pip install -e . (tools/setup.sh)")
 
 from artifact_harness import reference_case  # noqa: E402
-from support import ROBOTS, assert_scaled_close, random_states  # noqa: E402
+from support import ROBOTS, assert_scaled_close, random_states, robot_available  # noqa: E402
 
 import grid_rbd  # noqa: E402
 import grid_rbd.reference as reference  # noqa: E402
@@ -31,19 +31,12 @@ TOL = 1e-9
 FORWARD_DYNAMICS = ("forward_dynamics", "aba")
 
 
-def _available(robot: str) -> bool:
-    try:
-        return ROBOTS[robot].path.is_file()
-    except FileNotFoundError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def handles(tmp_path_factory):
     cache = tmp_path_factory.mktemp("grid_rbd_store")
     out = {}
     for robot in ("iiwa14", "go2"):
-        if not _available(robot):
+        if not robot_available(robot):
             continue
         spec = ROBOTS[robot]
         h = grid_rbd.register_robot(f"{robot}-torch", urdf_path=spec.path,
