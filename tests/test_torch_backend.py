@@ -357,3 +357,26 @@ def test_input_checks(handles):
         h.crba(torch.zeros(65, h.nq, dtype=h.dtype, device=h.torch_device))
     with pytest.raises(KeyError, match="no method 'nope'"):
         h.capture("nope", q)
+
+
+# -- streams (GPU) ------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_calls_run_on_the_current_cuda_stream(handles):
+    """A call made under `torch.cuda.stream(side)` queues behind work already on `side`
+    and leaves the legacy default stream idle (a launch there would wait for `side`)."""
+    h, ref = handles["iiwa14"]
+    if h.device != "cuda":
+        pytest.skip("no CUDA artifact here (CPU build: no GPU or no nvcc)")
+    s = _states(ref)
+    q, qd, u = _t(h, s.q), _t(h, s.qd), _t(h, s.u)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)  # about 0.1 s of GPU time ahead of the launch
+        qdd = h.forward_dynamics(q, qd, u)
+        assert not side.query()
+        assert torch.cuda.default_stream().query()
+        g = h.capture("crba", q)  # its warm-up waits for `side`
+    side.synchronize()
+    assert_scaled_close(_np(qdd), ref.forward_dynamics(s.q, s.qd, s.u), TOL, "side stream")
+    assert_scaled_close(_np(g.replay()), ref.crba(s.q), TOL, "graph captured on a stream")
