@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -544,6 +545,17 @@ def test_handler_build_is_cached_and_reports_failures(tmp_path, capfd):
         _ffi_build.compile_handler(compiler, jax.ffi.include_dir(), broken, tmp_path / "x.so")
     assert "compiling the JAX FFI handler" in capfd.readouterr().err
     assert not (tmp_path / "x.so").exists() and not list(tmp_path.glob(".build-*"))
+
+
+def test_handler_falls_back_to_the_temporary_folder_when_the_store_is_unwritable(
+        tmp_path, monkeypatch, capfd):
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("")  # a store root below a file cannot be created, even by root
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    built = _ffi_build.handler_library.__wrapped__(str(blocker / "store"))
+    assert built.is_file() and built.is_relative_to(tmp_path / "tmp")
+    assert built.name == _ffi_build.LIBRARY
+    assert "cannot write" in capfd.readouterr().err
 
 
 # -- GPU: the platform of the arrays must be the artifact's ---------------------------------------

@@ -2,7 +2,8 @@
 
 Bazel runs this from the runfiles root with the test files' runfiles paths
 first in argv, then the target's extra args. A run that selects no test is a
-failure: a filter (-k) or a rename that silently selects nothing must not pass.
+failure: a filter (-k) or a rename that silently selects nothing must not pass. The
+grid-rbd store root defaults to the test's TEST_TMPDIR.
 
 In-tree packages (grid_rbd, grid_codegen, and grid_rbd._core, which //python:grid_rbd
 ships as the Bazel build of //runtime:_core.so) come from the runfiles, the test's
@@ -37,6 +38,11 @@ def _drop_editable_finders() -> None:
 
 def main(argv: list[str]) -> int:
     _drop_editable_finders()
+    # Stores and caches the tests create go to the test's own temporary folder, never the
+    # user's home (read-only in Bazel's sandbox); an explicit GRID_RBD_CACHE_DIR wins.
+    tmp = os.environ.get("TEST_TMPDIR")
+    if tmp and not os.environ.get("GRID_RBD_CACHE_DIR"):
+        os.environ["GRID_RBD_CACHE_DIR"] = os.path.join(tmp, "grid_rbd_cache")
     args = [*argv, "-p", "no:cacheprovider"]
     # Bazel asks for a JUnit XML report here; it then shows per-case results.
     xml = os.environ.get("XML_OUTPUT_FILE")

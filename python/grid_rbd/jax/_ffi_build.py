@@ -74,8 +74,21 @@ def handler_library(cache_dir: str | None = None) -> Path:
     target = folder / LIBRARY
     if target.is_file():
         return target
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "build.lock", "w") as lock:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / "build.lock", "w")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        # A read-only store root (a sandbox, a shared read-only cache): build into a
+        # per-user folder of the temporary directory instead, and say so.
+        fallback = Path(tempfile.gettempdir()) / f"grid-rbd-{os.getuid()}" / "jax_ffi" / key
+        print(f"grid-rbd: cannot write {folder} ({exc.strerror}); the JAX FFI handler goes "
+              f"to {fallback}", file=sys.stderr, flush=True)
+        folder, target = fallback, fallback / LIBRARY
+        if target.is_file():
+            return target
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / "build.lock", "w")  # noqa: SIM115
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not target.is_file():  # another process may have built it meanwhile
             compile_handler(compiler, jax.ffi.include_dir(), SOURCE, target)
