@@ -6,7 +6,9 @@
 
 `register_robot` compiles a robot once into the content-addressed store and returns a
 `RobotHandle`; `get_robot` finds a registered robot by name, `load_robot` opens an
-artifact file directly. The float64 reference oracle is `grid_rbd.reference`.
+artifact file directly; `backend="torch"` / `"jax"` return the tensor handles of
+`grid_rbd.torch` / `grid_rbd.jax` (analytic autograd, model-version stamps). The float64
+reference oracle is `grid_rbd.reference`.
 """
 
 __version__ = "0.1.0"
