@@ -380,3 +380,20 @@ def test_calls_run_on_the_current_cuda_stream(handles):
     side.synchronize()
     assert_scaled_close(_np(qdd), ref.forward_dynamics(s.q, s.qd, s.u), TOL, "side stream")
     assert_scaled_close(_np(g.replay()), ref.crba(s.q), TOL, "graph captured on a stream")
+
+
+def test_a_graph_keeps_its_handle_alive(handles):
+    """The autograd graph of a forward holds its handle: dropping every other reference
+    to an explicit-context view before backward still differentiates."""
+    import gc
+
+    h, ref = handles["iiwa14"]
+    s = _states(ref)
+    view = h.context()
+    q = _leaf(view, s.q)
+    qdd = view.forward_dynamics(q, _t(view, s.qd), _t(view, s.u))
+    del view
+    gc.collect()
+    qdd.sum().backward()
+    expected = h.numpy.forward_dynamics_gradient(s.q, s.qd, s.u)[:, :, : h.nv].sum(axis=1)
+    assert_scaled_close(_np(q.grad), expected, TOL, "backward after the view was dropped")

@@ -42,6 +42,8 @@ class AnalyticFunction(torch.autograd.Function):
                 gravity: float, *inputs: torch.Tensor | None) -> torch.Tensor:
         out, stamp = _ops.call_run_stamped(runner, method_name, list(inputs), gravity)
         ctx.runner, ctx.method_name, ctx.nv = runner, method_name, nv
+        if not torch.compiler.is_compiling():
+            ctx.handle = _ops._runner(runner)  # the graph keeps the handle (its context) alive
         ctx.floating_base, ctx.gravity = floating_base, gravity
         ctx.present = tuple(t is not None for t in inputs)
         ctx.save_for_backward(*(t for t in inputs if t is not None), stamp)
