@@ -7,18 +7,9 @@
 #   frameworks.json / frameworks.log
 # Env: GRID_RBD_ROBOT_DATA (a copy of example-robot-data's robots/ when the package is
 # not installed).
-set -uo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-out="$(mkdir -p "${1:-gpu_results}" && cd "${1:-gpu_results}" && pwd)"
-cd "$repo"
-export PYTHONUNBUFFERED=1 PYTHONPATH="$repo/codegen:$repo/python:$repo/tests"
-export GRID_RBD_TEST_BUILD_DIR="${GRID_RBD_TEST_BUILD_DIR:-/tmp/grid_rbd_builds}"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh" "${1:-gpu_results}"
 # JAX and torch share the GPU in the benchmark: no JAX preallocation of 75% of it.
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
-{ nvcc --version | tail -2; nvidia-smi --query-gpu=name,driver_version,memory.total \
-  --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'
-  python3 -c 'import jax; print("jax", jax.__version__, jax.devices())'; } \
-  >"$out/gpu.txt" 2>&1
 
 tools/build_core.sh python3 >"$out/core_build.log" 2>&1 || echo "core build failed"
 python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/test_runtime_core.py \

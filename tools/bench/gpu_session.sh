@@ -7,16 +7,8 @@
 #   gpu_tests.log, handle_tests.log, demo.log   bench_block.json / bench_thread.json
 # Env: GRID_RBD_ROBOT_DATA (a copy of example-robot-data's robots/ when the package is
 # not installed), GRID_RBD_BUILD_WORKERS (parallel nvcc builds, default 12).
-set -uo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-out="$(mkdir -p "${1:-gpu_results}" && cd "${1:-gpu_results}" && pwd)"
-cd "$repo"
-export PYTHONUNBUFFERED=1 PYTHONPATH="$repo/codegen:$repo/python:$repo/tests"
-export GRID_RBD_TEST_BUILD_DIR="${GRID_RBD_TEST_BUILD_DIR:-/tmp/grid_rbd_builds}"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh" "${1:-gpu_results}"
 export GRID_RBD_BUILD_WORKERS="${GRID_RBD_BUILD_WORKERS:-12}"
-{ nvcc --version | tail -2; nvidia-smi --query-gpu=name,driver_version,memory.total \
-  --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'; } \
-  >"$out/gpu.txt" 2>&1
 
 tools/build_core.sh python3 >"$out/core_build.log" 2>&1 || echo "core build failed"
 start=$SECONDS
