@@ -233,9 +233,10 @@ def test_context_views_are_isolated(handles):
     baseline = h.forward_dynamics(q, qd, u)
     view = h.context()
     assert isinstance(view, grid_torch.TorchRobotHandle) and view.ctx_id != 0
-    table = view.get_inertia_params()
+    table = torch.as_tensor(view.get_inertia_params(), device=view.torch_device)
     table[:, 0] *= 2.0
-    view.set_inertia_params(table)
+    view.set_inertia_params(table)  # a tensor, on the artifact's device, is accepted
+    assert np.array_equal(view.get_inertia_params(), _np(table))
     assert not torch.allclose(view.forward_dynamics(q, qd, u), baseline)
     assert torch.equal(h.forward_dynamics(q, qd, u), baseline)
     view.close()

@@ -84,6 +84,8 @@ class FrameworkHandle:
     def set_inertia_params(self, table: Any) -> int:
         """Replace the context's (nb, 10) inertia table; returns the new model version. A
         backward whose forward ran before this call is refused."""
+        if hasattr(table, "detach"):  # a torch tensor, possibly on the GPU
+            table = table.detach().cpu().numpy()
         return self._base.set_inertia_params(np.asarray(table))
 
     def get_inertia_params(self) -> np.ndarray:
