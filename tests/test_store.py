@@ -386,3 +386,25 @@ def test_register_get_and_urdf_string(tmp_path, cxx):
     assert from_text.path == handle.path
     assert grid_rbd.get_robot("iiwa_text", cache_dir=cache).joint_names == handle.joint_names
     assert grid_rbd.load_robot(handle.path.parent).nq == handle.nq
+
+
+def test_a_missing_framework_is_named(tmp_path, monkeypatch):
+    """backend='torch' / 'jax' without the framework installed: an ImportError naming
+    the package and the extra to install (the import is made to fail here)."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_frameworks(name, *args, **kwargs):
+        if name.split(".")[0] in ("torch", "jax") or name in ("grid_rbd.torch", "grid_rbd.jax"):
+            missing = name.split(".")[-1] if name.startswith("grid_rbd.") else name
+            raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_frameworks)
+    for backend in ("torch", "jax"):
+        with pytest.raises(ImportError, match=rf"backend='{backend}' needs {backend}, which "
+                                              rf"is not installed \(pip install -e "
+                                              rf"'\.\[{backend}\]'\)"):
+            grid_rbd.register_robot("r", urdf_path=IIWA, backend=backend, device="cpu",
+                                    cache_dir=tmp_path / "cache")

@@ -20,15 +20,20 @@ def with_backend(handle: RobotHandle, backend: str) -> Any:
     """`handle` as the handle of `backend`: itself for numpy, else a JAX or torch view."""
     if backend == "numpy":
         return handle
-    if backend == "jax":
-        from grid_rbd.jax import JaxRobotHandle
-
-        return JaxRobotHandle(handle)
-    if backend == "torch":
-        from grid_rbd.torch import TorchRobotHandle
-
-        return TorchRobotHandle(handle)
-    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    try:
+        if backend == "jax":
+            from grid_rbd.jax import JaxRobotHandle as view
+        else:
+            from grid_rbd.torch import TorchRobotHandle as view
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("jax", "jaxlib", "torch"):
+            raise
+        raise ImportError(f"backend={backend!r} needs {exc.name}, which is not installed "
+                          f"(pip install -e '.[{backend}]'); the artifact itself is built "
+                          "and usable with backend='numpy'") from exc
+    return view(handle)
 
 
 def resolve_device(device: str) -> str:
