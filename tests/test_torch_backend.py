@@ -10,6 +10,8 @@ CPU otherwise: CI runs this suite on the CPU backend, the H200 session on CUDA.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -96,6 +98,13 @@ def test_surface(robot):
     assert not wide.is_contiguous()
     assert torch.equal(h.crba(wide), h.crba(q))
     assert repr(h).startswith(f"<TorchRobotHandle '{h.name}' nq={h.nq}")
+    other = grid_torch.load_robot(h.path)
+    assert isinstance(other, grid_torch.TorchRobotHandle)
+    assert other.numpy._artifact is h.numpy._artifact and other.ctx_id == 0
+    assert torch.equal(other.crba(q), h.crba(q))
+    assert "backend" not in inspect.signature(grid_torch.register_robot).parameters
+    with pytest.raises(TypeError, match="always uses backend='torch'"):
+        grid_torch.load_robot(h.path, backend="numpy")
 
 
 # -- autograd ----------------------------------------------------------------------------

@@ -151,3 +151,29 @@ def load_robot(path: str | os.PathLike, backend: str = "numpy") -> Any:
     if not so_path.is_file():
         raise FileNotFoundError(f"no artifact at {so_path}")
     return with_backend(RobotHandle._open(so_path), backend)
+
+
+def bound_to_backend(backend: str) -> tuple[Any, Any, Any]:
+    """`register_robot`, `get_robot` and `load_robot` with `backend` fixed: what
+    grid_rbd.jax and grid_rbd.torch export. Each keeps the signature and documentation of
+    the function it wraps, without the `backend` parameter."""
+    import functools
+    import inspect
+
+    def bind(function: Any) -> Any:
+        @functools.wraps(function)
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            if "backend" in kwargs:
+                raise TypeError(f"grid_rbd.{backend}.{function.__name__} always uses "
+                                f"backend={backend!r}")
+            return function(*args, backend=backend, **kwargs)
+
+        signature = inspect.signature(function)
+        bound.__signature__ = signature.replace(parameters=[
+            p for name, p in signature.parameters.items() if name != "backend"])
+        bound.__doc__ = f"`grid_rbd.{function.__name__}(..., backend={backend!r})`.\n\n" + \
+            (function.__doc__ or "")
+        return bound
+
+    return bind(register_robot), bind(get_robot), bind(load_robot)
+

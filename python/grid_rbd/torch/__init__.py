@@ -14,23 +14,14 @@ docs/torch.md is the guide.
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
+from grid_rbd._register import bound_to_backend
 from grid_rbd.torch._graph import GraphCallable
 from grid_rbd.torch._handle import TorchRobotHandle
 from grid_rbd.torch._host import copy_to_host, pinned_host_like
 
-
-def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
-                   **kwargs: Any) -> TorchRobotHandle:
-    """`grid_rbd.register_robot(..., backend="torch")`: the same arguments and store."""
-    import grid_rbd
-
-    if "backend" in kwargs:
-        raise TypeError("grid_rbd.torch.register_robot always uses backend='torch'")
-    return grid_rbd.register_robot(name, urdf_path, backend="torch", **kwargs)
+# The entry points of grid_rbd with backend="torch".
+register_robot, get_robot, load_robot = bound_to_backend("torch")
 
 
-__all__ = ["GraphCallable", "TorchRobotHandle", "copy_to_host", "pinned_host_like",
-           "register_robot"]
+__all__ = ["GraphCallable", "TorchRobotHandle", "copy_to_host", "get_robot", "load_robot",
+           "pinned_host_like", "register_robot"]

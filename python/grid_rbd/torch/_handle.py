@@ -99,7 +99,8 @@ class TorchRobotHandle(FrameworkHandle):
 
     def _run_into(self, method: Method, inputs: list[torch.Tensor | None], gravity: float,
                   out: Any) -> torch.Tensor:
-        expected = _ops._empty_output(self, method.name, inputs).shape
+        batch = next(t for t in inputs if t is not None).shape[0]
+        expected = torch.Size((batch, *self._output_shapes[method.name]))
         if not isinstance(out, torch.Tensor):
             raise TypeError(f"out must be a torch.Tensor of shape {tuple(expected)}")
         if out.dtype != self.dtype or out.device.type != self.torch_device.type:
