@@ -14,7 +14,7 @@ from grid_codegen.emit.algorithm import MAX_INPUTS, EmitContext, emit_algorithm
 from grid_codegen.emit.prelude import emit_prelude
 from grid_codegen.emit.strategy import make_strategy
 from grid_codegen.emit.wrapper import emit_abi_types, emit_wrapper
-from grid_codegen.emit.writer import Writer
+from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.model import RobotModel
 from grid_codegen.options import CodegenOptions
 
@@ -41,10 +41,10 @@ def generate(model: RobotModel, options: CodegenOptions | None = None) -> dict[s
 
 def _emit_robot_constants(w: Writer, ctx: EmitContext) -> None:
     model = ctx.model
-    w.comment(f"Robot '{model.name}': {model.nb} bodies, "
+    w.comment(f"Robot '{comment_text(model.name)}': {model.nb} bodies, "
               f"{'floating' if model.floating_base else 'fixed'} base.")
     w.comment("Bodies (joint order): " + ", ".join(
-        f"{i} {j.name}" for i, j in enumerate(model.joints)))
+        f"{i} {comment_text(j.name)}" for i, j in enumerate(model.joints)))
     w.line(f"constexpr int kNq = {model.nq};")
     w.line(f"constexpr int kNv = {model.nv};")
     w.line(f"constexpr int kNb = {model.nb};")

@@ -18,7 +18,7 @@ from grid_codegen.emit.algorithm import AlgorithmSpec, EmitContext, Port, emit_l
 from grid_codegen.emit.joints import emit_subspace_column, subspace_transpose_times
 from grid_codegen.emit.kinematics import emit_joint_transforms
 from grid_codegen.emit.layout import Buffer, Layout
-from grid_codegen.emit.writer import Writer
+from grid_codegen.emit.writer import Writer, comment_text
 
 
 def add_crba_buffers(ctx: EmitContext, L: Layout) -> None:
@@ -45,7 +45,7 @@ def emit_crba_passes(ctx: EmitContext, w: Writer, L: Layout, M: Buffer, stride: 
     def column(w: Writer, k: int) -> None:
         i, d = dof_body[k]
         joint = model.joints[i]
-        w.comment(f"column {k}: dof {d} of joint '{joint.name}'")
+        w.comment(f"column {k}: dof {d} of joint '{comment_text(joint.name)}'")
         emit_subspace_column(w, joint, d, "S")
         w.line("T F[6], G[6];")
         w.line(f"inertia_apply({Ic.at(i)}, S, F);")

@@ -23,7 +23,7 @@ from grid_codegen.emit.joints import (
     placement_literal,
 )
 from grid_codegen.emit.layout import Buffer, Layout
-from grid_codegen.emit.writer import Writer
+from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.model import Frame
 
 
@@ -33,7 +33,7 @@ def emit_joint_transforms(ctx: EmitContext, w: Writer, q: Buffer, X: Buffer) -> 
 
     def unit(w: Writer, i: int) -> None:
         joint = joints[i]
-        w.comment(f"body {i}: joint '{joint.name}' ({joint.type.value})")
+        w.comment(f"body {i}: joint '{comment_text(joint.name)}' ({joint.type.value})")
         emit_joint_transform(w, joint, lambda k: q[joint.idx_q + k], X.at(i))
 
     ctx.strategy.schedule(w, [tuple(range(ctx.model.nb))], unit, "joint transforms")
@@ -79,7 +79,7 @@ def end_effector_pose(ctx: EmitContext) -> AlgorithmSpec:
 
     def ee_unit(w: Writer, e: int) -> None:
         frame = ctx.ee_frames[e]
-        w.comment(f"end effector {e}: frame '{frame.name}'")
+        w.comment(f"end effector {e}: frame '{comment_text(frame.name)}'")
         emit_frame_pose(w, frame, L["oX"], "P")
         for k in range(3):
             w.line(f"out[{6 * e + k}] = P[{9 + k}];")
@@ -125,7 +125,7 @@ def end_effector_pose_gradient(ctx: EmitContext) -> AlgorithmSpec:
     def column_or_pose(w: Writer, u: int) -> None:
         if u < nv:
             body, d = dof_body[u]
-            w.comment(f"dof {u}: joint '{model.joints[body].name}'")
+            w.comment(f"dof {u}: joint '{comment_text(model.joints[body].name)}'")
             emit_subspace_column(w, model.joints[body], d, "S")
             w.line(f"motion_to_parent({L['oX'].at(body)}, S, {oS.at(u)});")
         else:

@@ -19,7 +19,7 @@ from grid_codegen.emit.algorithm import AlgorithmSpec, EmitContext, Port, emit_l
 from grid_codegen.emit.joints import emit_subspace_add, subspace_transpose_times
 from grid_codegen.emit.kinematics import emit_joint_transforms
 from grid_codegen.emit.layout import Layout
-from grid_codegen.emit.writer import Writer
+from grid_codegen.emit.writer import Writer, comment_text
 
 
 def add_rnea_buffers(ctx: EmitContext, L: Layout) -> None:
@@ -43,7 +43,7 @@ def emit_rnea_passes(ctx: EmitContext, w: Writer, L: Layout, with_qdd: bool, fex
 
     def forward(w: Writer, i: int) -> None:
         joint = model.joints[i]
-        w.comment(f"body {i}: joint '{joint.name}'")
+        w.comment(f"body {i}: joint '{comment_text(joint.name)}'")
         ctx.emit_inertia(w, i)
         w.line(f"T* vi = {v.at(i)};")
         w.line(f"T* ai = {a.at(i)};")

@@ -24,7 +24,7 @@ from grid_codegen.emit.kinematics import emit_joint_transforms
 from grid_codegen.emit.layout import Layout
 from grid_codegen.emit.minv import emit_gauss_jordan_inverse
 from grid_codegen.emit.rnea import add_rnea_buffers, emit_rnea_passes
-from grid_codegen.emit.writer import Writer
+from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.model import Joint, JointType
 
 
@@ -52,7 +52,7 @@ def emit_rnea_gradient_columns(ctx: EmitContext, w: Writer, L: Layout,
         for i, joint in enumerate(model.joints):
             lo, hi = joint.idx_v, joint.idx_v + joint.nv
             with w.block():
-                w.comment(f"forward, body {i}: joint '{joint.name}'")
+                w.comment(f"forward, body {i}: joint '{comment_text(joint.name)}'")
                 ctx.emit_inertia(w, i)
                 w.line(f"T* dvi = dv + {6 * i};")
                 w.line(f"T* dai = da + {6 * i};")

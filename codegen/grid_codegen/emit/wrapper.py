@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from grid_codegen.emit.algorithm import MAX_INPUTS, AlgorithmSpec, EmitContext
 from grid_codegen.emit.prelude import ERROR_CODES
-from grid_codegen.emit.writer import Writer
+from grid_codegen.emit.writer import Writer, c_string, comment_text
 
 ABI_VERSION = 3
 
@@ -115,17 +115,13 @@ def emit_abi_types(w: Writer) -> None:
     w.raw(_ABI_TYPES % {"abi": ABI_VERSION, "max_inputs": MAX_INPUTS})
 
 
-def _c_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _algorithm_entry(spec: AlgorithmSpec, index: int) -> str:
     pad = MAX_INPUTS - len(spec.inputs)
-    names = [_c_string(p.name) for p in spec.inputs] + ["nullptr"] * pad
+    names = [c_string(p.name) for p in spec.inputs] + ["nullptr"] * pad
     widths = [str(p.width) for p in spec.inputs] + ["0"] * pad
     required = [str(int(p.required)) for p in spec.inputs] + ["0"] * pad
     shape = list(spec.output_shape) + [1] * (2 - len(spec.output_shape))
-    return (f"{{{_c_string(spec.name)}, {index}, {len(spec.inputs)}, "
+    return (f"{{{c_string(spec.name)}, {index}, {len(spec.inputs)}, "
             f"{{{', '.join(names)}}}, {{{', '.join(widths)}}}, {{{', '.join(required)}}}, "
             f"1, {len(spec.output_shape)}, {{{shape[0]}, {shape[1]}}}, "
             f"{int(spec.uses_gravity)}, grid::{spec.name}_threads, "
@@ -136,7 +132,7 @@ def emit_wrapper(ctx: EmitContext, specs: list[AlgorithmSpec]) -> str:
     """The text of `wrapper.cu`."""
     model, options = ctx.model, ctx.options
     w = Writer()
-    w.line(f"// wrapper.cu: the C ABI of the grid-rbd artifact for robot '{model.name}'.")
+    w.line(f"// wrapper.cu: the C ABI of the grid-rbd artifact for robot '{comment_text(model.name)}'.")
     w.line("// Generated; do not edit.")
     w.line('#include "grid.cuh"')
     w.line("#include <memory>")
@@ -145,7 +141,7 @@ def emit_wrapper(ctx: EmitContext, specs: list[AlgorithmSpec]) -> str:
     w.line()
     w.line("#if !defined(GRID_COMPILED_ARCHS)")
     w.line("#if GRID_IS_CUDA")
-    w.line(f"#define GRID_COMPILED_ARCHS {_c_string(','.join(options.gpu_arch))}")
+    w.line(f"#define GRID_COMPILED_ARCHS {c_string(','.join(options.gpu_arch))}")
     w.line("#else")
     w.line('#define GRID_COMPILED_ARCHS "cpu"')
     w.line("#endif")
@@ -171,7 +167,7 @@ def emit_wrapper(ctx: EmitContext, specs: list[AlgorithmSpec]) -> str:
         with w.block("const char* error_string(int32_t code)"):
             with w.block("switch (code)"):
                 for name, _, text in ERROR_CODES:
-                    w.line(f"case {name}: return {_c_string(text)};")
+                    w.line(f"case {name}: return {c_string(text)};")
                 w.line('case GRID_ERROR_UNSUPPORTED: return "this artifact was built without '
                        'runtime_inertia";')
                 w.line('default: return "unknown error code";')
@@ -307,11 +303,11 @@ def _emit_query_device(w: Writer) -> None:
 def _emit_descriptor(w: Writer, ctx: EmitContext, specs: list[AlgorithmSpec]) -> None:
     model, options = ctx.model, ctx.options
     fields = [
-        "GRID_ABI_VERSION", "(int32_t)sizeof(grid_descriptor)", _c_string(model.name),
+        "GRID_ABI_VERSION", "(int32_t)sizeof(grid_descriptor)", c_string(model.name),
         str(model.nq), str(model.nv), str(model.nb), str(len(ctx.ee_frames)),
-        _c_string(options.dtype), "(int32_t)sizeof(Scalar)", "grid::kMaxBatch",
-        "GRID_COMPILED_ARCHS", _c_string(options.strategy),
-        _c_string(options.canonical_json()), "GRID_IS_CUDA", str(int(options.runtime_inertia)),
+        c_string(options.dtype), "(int32_t)sizeof(Scalar)", "grid::kMaxBatch",
+        "GRID_COMPILED_ARCHS", c_string(options.strategy),
+        c_string(options.canonical_json()), "GRID_IS_CUDA", str(int(options.runtime_inertia)),
         "kInertiaSize", "kNumAlgorithms", "kAlgorithms", "create_state", "destroy_state",
         "set_inertia_table", "launch", "query_device", "error_string",
         "kDefaultInertia", "grid::device_alloc", "grid::device_free", "grid::host_alloc_pinned",

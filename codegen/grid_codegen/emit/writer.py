@@ -4,11 +4,20 @@ Emitters never concatenate braces or indentation by hand; they open blocks with
 `Writer.block` and write statements with `Writer.line`. Floating-point constants go
 through `lit`, which prints `repr(float)` (the shortest string that round-trips the
 float64 value), so the same model always emits the same bytes.
+
+Untrusted text (robot, link, joint and frame names from a URDF, user option values)
+reaches generated code only through `c_string` (a string literal) and `comment_text`
+(inside a comment). Both return printable ASCII that cannot end the literal, the comment
+or the line. The writer itself refuses any line holding a byte outside printable ASCII
+(0x20-0x7E), so a forgotten escape fails generation instead of emitting a line break:
+C++ ends a line at a bare carriage return too, and a backslash at the end of a `//`
+comment continues it onto the next line.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -22,6 +31,7 @@ class Writer:
         self._indent = indent
 
     def line(self, text: str = "") -> None:
+        _check_printable(text)
         self._lines.append(self._indent * self._depth + text if text else "")
 
     def lines(self, *texts: str) -> None:
@@ -30,11 +40,16 @@ class Writer:
 
     def raw(self, text: str) -> None:
         """Verbatim text (a macro prelude): no indentation is added."""
-        self._lines.extend(text.rstrip("\n").split("\n"))
+        parts = text.rstrip("\n").split("\n")
+        for part in parts:
+            _check_printable(part)
+        self._lines.extend(parts)
 
     def comment(self, text: str) -> None:
+        """`// text`, one comment line per `\\n` of `text` (the emitter's own text; wrap
+        any name in `comment_text` first)."""
         for part in text.split("\n"):
-            self.line(f"// {part}" if part else "//")
+            self.line(f"// {part}".rstrip() if part else "//")
 
     def doc(self, text: str) -> None:
         """A `///` documentation comment, one line per input line."""
@@ -73,6 +88,56 @@ class Writer:
 
     def text(self) -> str:
         return "\n".join(self._lines) + "\n"
+
+
+def _check_printable(text: str) -> None:
+    bad = _UNPRINTABLE.search(text)
+    if bad is not None:
+        raise ValueError(f"generated code may hold printable ASCII only; got "
+                         f"{bad.group()!r} at column {bad.start()} of {text[:60]!r} (a name "
+                         "that bypassed c_string / comment_text?)")
+    if text.endswith("\\") and "//" in text:
+        raise ValueError(f"a comment line ends in a backslash, which would continue it onto "
+                         f"the next line: {text[:60]!r}")
+
+
+_UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
+# Kept as they are inside comments; everything else is percent-encoded (UTF-8 bytes).
+_COMMENT_SAFE = re.compile(r"[A-Za-z0-9_.+:@/ =,()\[\]-]")
+
+
+def comment_text(name: str) -> str:
+    """`name` for a `//` comment: printable ASCII, no backslash, no `?`, `*` or quotes;
+    other characters as `%XX` of their UTF-8 bytes (`%` itself is `%25`). Only for
+    reading: the exact name travels in `c_string` literals."""
+    out = []
+    for ch in str(name):
+        if _COMMENT_SAFE.fullmatch(ch):
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+    return "".join(out)
+
+
+def c_string(text: str) -> str:
+    """A C/C++ string literal whose bytes are exactly `text` in UTF-8.
+
+    Printable ASCII stays as it is except `"`, `\\` and `?` (no trigraph can form); every
+    other byte is a three-digit octal escape, so the literal is printable ASCII, one line,
+    and a following character can never extend an escape. Refuses lone surrogates and NUL
+    (the ABI's strings are NUL-terminated: a NUL would truncate the name)."""
+    data = str(text).encode("utf-8")  # a lone surrogate raises UnicodeEncodeError
+    if b"\0" in data:
+        raise ValueError(f"a string for generated code holds NUL: {text!r}")
+    out = ['"']
+    for b in data:
+        ch = chr(b)
+        if 0x20 <= b <= 0x7E and ch not in '"\\?':
+            out.append(ch)
+        else:
+            out.append(f"\\{b:03o}")
+    out.append('"')
+    return "".join(out)
 
 
 def lit(x: float) -> str:
