@@ -132,7 +132,8 @@ def emit_wrapper(ctx: EmitContext, specs: list[AlgorithmSpec]) -> str:
     """The text of `wrapper.cu`."""
     model, options = ctx.model, ctx.options
     w = Writer()
-    w.line(f"// wrapper.cu: the C ABI of the grid-rbd artifact for robot '{comment_text(model.name)}'.")
+    w.line("// wrapper.cu: the C ABI of the grid-rbd artifact for robot "
+           f"'{comment_text(model.name)}'.")
     w.line("// Generated; do not edit.")
     w.line('#include "grid.cuh"')
     w.line("#include <memory>")
