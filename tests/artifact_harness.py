@@ -274,7 +274,7 @@ def _build(model: RobotModel, opts: CodegenOptions, backend: str) -> tuple[Path,
     out_dir = _build_root() / f"{model.name}-{backend}-{digest.hexdigest()[:16]}"
     if (out_dir / ARTIFACT).is_file():
         return out_dir / ARTIFACT, 0.0
-    result = compile_artifact(files, out_dir, backend=backend, gpu_archs=opts.gpu_arch)
+    result = compile_artifact(files, out_dir, backend=backend)
     return result.so_path, result.seconds
 
 

@@ -323,8 +323,7 @@ def test_gpu_arch_mismatch_refuses_the_context(tmp_path):
     arch = _require_gpu()
     foreign = "sm_80" if not arch.startswith("sm_8") else "sm_90"
     model = load_model("iiwa14")
-    files = generate(model, CodegenOptions(dtype="float64", algorithms=("crba",),
-                                           gpu_arch=(foreign,)))
+    files = generate(model, CodegenOptions(dtype="float64", algorithms=("crba",)))
     result = compile_artifact(files, tmp_path, backend="cuda", gpu_archs=(foreign,),
                               detect_arch=False)
     artifact = _core.load_artifact(str(result.so_path))

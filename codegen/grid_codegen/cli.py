@@ -2,8 +2,7 @@
 
     python -m grid_codegen generate ROBOT.urdf --out-dir DIR [--floating-base]
         [--dtype float32] [--algorithms a,b] [--ee-joint-names j1,j2]
-        [--runtime-inertia] [--max-batch-size N] [--gpu-arch sm_90,...]
-        [--strategy block]
+        [--runtime-inertia] [--max-batch-size N] [--strategy block]
     python -m grid_codegen compile --backend cpu  --source DIR/wrapper.cu --output robot.so
         [--host-toolchain host.json | --compiler g++ --openmp/--no-openmp]
     python -m grid_codegen compile --backend cuda --source DIR/wrapper.cu --output robot.so
@@ -65,8 +64,6 @@ def _parser() -> argparse.ArgumentParser:
                      help="comma-separated joints whose frames are the end effectors")
     gen.add_argument("--runtime-inertia", action="store_true")
     gen.add_argument("--max-batch-size", type=int, default=65536)
-    gen.add_argument("--gpu-arch", type=_csv, default=("sm_90",),
-                     help="comma-separated sm_XY the CUDA build targets")
     gen.add_argument("--strategy", choices=STRATEGIES, default="block")
 
     comp = sub.add_parser("compile", help="wrapper.cu -> robot .so (host compiler or nvcc)")
@@ -93,7 +90,7 @@ def _generate(args: argparse.Namespace) -> int:
     options = CodegenOptions(
         dtype=args.dtype, max_batch_size=args.max_batch_size, algorithms=args.algorithms,
         ee_joint_names=args.ee_joint_names, runtime_inertia=args.runtime_inertia,
-        gpu_arch=args.gpu_arch, strategy=args.strategy)
+        strategy=args.strategy)
     model = parse_urdf(args.urdf, floating_base=args.floating_base)
     files = generate(model, options)
     files[OPTIONS_FILE] = options.canonical_json() + "\n"

@@ -3,7 +3,10 @@
 The canonical JSON of the options is part of every cache key (DESIGN.md §5), so it must
 not depend on argument order or container type: keys are sorted, tuples are lists, and
 `algorithms` is normalised to the registry order (the order that fixes algorithm ids in
-the artifact's descriptor).
+the artifact's descriptor). The CUDA architectures are not codegen options: the generated
+text is the same for every target (the CPU build included), and the architectures are
+compile flags (`grid_codegen.compile.cuda_flags`), so artifacts built on machines with
+different GPUs share their generated sources and a CPU artifact never depends on them.
 """
 
 from __future__ import annotations
@@ -39,7 +42,6 @@ class CodegenOptions:
         means the leaf bodies' frames (`RobotModel.end_effector_frames`). Order is kept.
     runtime_inertia: the dynamics read each body's 10 inertial parameters from the
         per-context table instead of baked constants.
-    gpu_arch: CUDA architectures the artifact is compiled for ("sm_90", ...).
     strategy: how one batch item maps to GPU threads: "block" (one item per block,
         threads across bodies of a tree level and across matrix entries) or "thread"
         (one item per thread, serial straight-line code).
@@ -50,9 +52,8 @@ class CodegenOptions:
     algorithms: tuple[str, ...] = ALGORITHMS
     ee_joint_names: tuple[str, ...] = ()
     runtime_inertia: bool = False
-    gpu_arch: tuple[str, ...] = ("sm_90",)
     strategy: str = "block"
-    _version: int = field(default=1, repr=False)
+    _version: int = field(default=2, repr=False)
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -74,13 +75,6 @@ class CodegenOptions:
         names = ((self.ee_joint_names,) if isinstance(self.ee_joint_names, str)
                  else tuple(self.ee_joint_names or ()))
         object.__setattr__(self, "ee_joint_names", tuple(str(n) for n in names))
-        archs = (self.gpu_arch,) if isinstance(self.gpu_arch, str) else tuple(self.gpu_arch)
-        for arch in archs:
-            if not (isinstance(arch, str) and arch.startswith("sm_") and arch[3:].isdigit()):
-                raise ValueError(f"gpu_arch entries look like 'sm_90', got {arch!r}")
-        if not archs:
-            raise ValueError("gpu_arch must name at least one architecture")
-        object.__setattr__(self, "gpu_arch", tuple(sorted(set(archs), key=_arch_number)))
         object.__setattr__(self, "runtime_inertia", bool(self.runtime_inertia))
 
     @property
@@ -97,6 +91,3 @@ class CodegenOptions:
         """Sorted, whitespace-free JSON: equal options give equal bytes."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
-
-def _arch_number(arch: str) -> int:
-    return int(arch[3:])

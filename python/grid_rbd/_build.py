@@ -17,7 +17,6 @@ The manifest (name -> content key) is updated on every successful path.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import os
@@ -230,9 +229,6 @@ def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: 
     start = time.monotonic()
     store = Store(cache_root(cache_dir))
     toolchain = resolve_toolchain(backend)
-    if toolchain.backend == "cuda":
-        # The descriptor reports the architectures the artifact is compiled for.
-        options = dataclasses.replace(options, gpu_arch=toolchain.archs)
     identity = build_identity(toolchain)
     key_options = {"codegen": options.to_dict(), "floating_base": bool(floating_base)}
     ikey = input_key(urdf_bytes, key_options, __version__, identity)

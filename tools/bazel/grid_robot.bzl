@@ -144,8 +144,6 @@ def _grid_generated_sources_impl(ctx):
         ",".join(ctx.attr.algorithms or GRID_ALGORITHMS),
         "--max-batch-size",
         str(ctx.attr.max_batch_size),
-        "--gpu-arch",
-        ",".join(archs),
         "--strategy",
         ctx.attr.strategy,
     ]
