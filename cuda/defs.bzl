@@ -4,8 +4,13 @@
   repository.bzl) returns `platform_common.ToolchainInfo(cuda = CudaToolchainInfo)`:
   nvcc and every file of the toolkit, which CUDA actions take as inputs.
 - `cuda_archs_setting` is the build setting behind `--//cuda:archs=sm_80,sm_90`: the
-  architectures CUDA artifacts are compiled for. Its default, `default_archs`, is sm_90
-  plus the GPUs of the build machine (detect.bzl); an explicit value replaces it.
+  architectures CUDA artifacts are compiled for. Its default is DEFAULT_ARCHS, pinned
+  here in the checked-in configuration, never read from the build machine, so every
+  machine computes the same keys; only CUDA compile actions read it.
+- `cuda_enabled_setting` is `--//cuda:enabled=true|false`: whether CUDA targets are
+  compatible at all. Its default is whether the build machine has an NVIDIA GPU
+  (probe.bzl); it decides which targets build, never what an action's key holds.
+  `cuda_compatible()` is the `target_compatible_with` of every CUDA target.
 
 Rules that compile CUDA declare `toolchains = [CUDA_TOOLCHAIN_TYPE]` and read
 `ctx.toolchains[CUDA_TOOLCHAIN_TYPE].cuda`.
@@ -67,13 +72,10 @@ def parse_archs(text, what = "--//cuda:archs"):
         fail("%s: name at least one CUDA architecture, e.g. sm_90" % what)
     return [archs[n] for n in sorted(archs.keys())]
 
-# Always in the default of --//cuda:archs, GPU or not: the architecture grid-rbd targets.
-BASELINE_ARCH = "sm_90"
-
-def default_archs(detected):
-    """The default of --//cuda:archs: BASELINE_ARCH plus `detected`, e.g. 'sm_86,sm_90'."""
-    return ",".join(parse_archs(",".join([BASELINE_ARCH] + detected),
-                                what = "@grid_cuda_detected//:archs.bzl"))
+# The default of --//cuda:archs (a consumer: --@grid_rbd//cuda:archs=sm_80,sm_90). One
+# fixed list for every machine: two machines share remote-cache entries only when their
+# command lines agree, so the default must not depend on which GPUs a builder has.
+DEFAULT_ARCHS = "sm_90"
 
 def _cuda_archs_setting_impl(ctx):
     return [CudaArchsInfo(archs = parse_archs(ctx.build_setting_value))]
@@ -83,3 +85,25 @@ cuda_archs_setting = rule(
     build_setting = config.string(flag = True),
     doc = "Comma-separated CUDA architectures, e.g. --//cuda:archs=sm_80,sm_90.",
 )
+
+CudaEnabledInfo = provider(
+    doc = "Whether CUDA targets are built (--//cuda:enabled).",
+    fields = {"enabled": "bool"},
+)
+
+def _cuda_enabled_setting_impl(ctx):
+    return [CudaEnabledInfo(enabled = ctx.build_setting_value)]
+
+cuda_enabled_setting = rule(
+    implementation = _cuda_enabled_setting_impl,
+    build_setting = config.bool(flag = True),
+    doc = "--//cuda:enabled=true|false: build CUDA targets (default: the machine has a GPU).",
+)
+
+def cuda_compatible():
+    """`target_compatible_with` of a CUDA target: incompatible (skipped by wildcards such
+    as //..., refused when named) unless --//cuda:enabled is on."""
+    return select({
+        str(Label("//cuda:is_enabled")): [],
+        "//conditions:default": [str(Label("@platforms//:incompatible"))],
+    })

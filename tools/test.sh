@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's test command (what CI runs):
-#   1. tools/setup.sh (apt packages, .venv),
+#   1. tools/setup.sh test (apt packages, .venv with the core, test and framework locks),
 #   2. every Bazel test, `bazel test //...`, with a disk cache shared across
 #      clones (GRID_RBD_BAZEL_CACHE, default ~/.cache/grid-rbd-bazel),
 #   3. the pytest suite in the venv, last, so the output ends with its summary.
@@ -12,7 +12,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${GRID_RBD_VENV:-$repo/.venv}"
 cd "$repo"
 
-"$repo/tools/setup.sh"
+"$repo/tools/setup.sh" test
 
 bazel_args=(--disk_cache="${GRID_RBD_BAZEL_CACHE:-$HOME/.cache/grid-rbd-bazel}")
 [ "${CI:-}" = true ] && bazel_args+=(--config=ci)

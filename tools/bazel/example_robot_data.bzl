@@ -1,7 +1,7 @@
 """Repository rule: the URDFs of the `example-robot-data` PyPI package, as Bazel files.
 
-The package is pinned (version and sha256) in //:requirements.lock, and tools/setup.sh
-installs it, hash-checked, into the project venv (a cmeel prefix under site-packages:
+The package is pinned (version and sha256) in //:requirements-test.lock, and the venv of
+@grid_python holds it, hash-checked (a cmeel prefix under site-packages:
 `cmeel.prefix/share/example-robot-data/robots/<robot>_description/...`). This rule takes
 the URDFs from there instead of installing the 400 MB wheel a second time:
 
@@ -23,7 +23,7 @@ import base64, hashlib, importlib.metadata as md, pathlib, sys
 want = sys.argv[1]
 dist = md.distribution("example-robot-data")
 if dist.version != want:
-    sys.exit(f"example-robot-data {dist.version} is installed; requirements.lock pins {want}. "
+    sys.exit(f"example-robot-data {dist.version} is installed; requirements-test.lock pins {want}. "
              "Run tools/setup.sh.")
 prefix = "cmeel.prefix/share/example-robot-data/robots/"
 found = 0
@@ -48,7 +48,7 @@ def _pinned_version(lock_text, package):
     for line in lock_text.splitlines():
         if line.startswith(package + "=="):
             return line[len(package) + 2:].split(" ")[0].strip()
-    fail("grid-rbd: %s is not pinned in requirements.lock" % package)
+    fail("grid-rbd: %s is not pinned in requirements-test.lock" % package)
 
 def _example_robot_data_impl(rctx):
     lock = rctx.read(rctx.attr.lock)
@@ -78,7 +78,7 @@ example_robot_data = repository_rule(
     implementation = _example_robot_data_impl,
     attrs = {
         "lock": attr.label(
-            default = Label("//:requirements.lock"),
+            default = Label("//:requirements-test.lock"),
             allow_single_file = True,
             doc = "The lock that pins example-robot-data (and from which the venv is built).",
         ),

@@ -1,6 +1,7 @@
 """grid_robot: one robot (a URDF plus options) as Bazel targets.
 
-    load("//tools/bazel:grid_robot.bzl", "grid_robot")
+    load("@grid_rbd//:defs.bzl", "grid_robot")    # from another workspace
+    load("//:defs.bzl", "grid_robot")             # inside grid-rbd
 
     grid_robot(
         name = "go2",
@@ -16,52 +17,48 @@ creates, for `name = "go2"`:
                   CUDA target can `deps` on it and `#include "grid.cuh"`)
   go2_cpu         `go2_cpu.so`, the artifact built by the host C++ compiler
   go2_cuda        `go2_cuda.so`, the artifact built by nvcc from //cuda's toolchain for
-                  the architectures of `--//cuda:archs` (default: sm_90 plus the build
-                  machine's GPUs, cuda/detect.bzl); builds without a GPU; tag `cuda`
-                  (skip with --build_tag_filters=-cuda)
+                  the architectures of `--//cuda:archs` (default pinned in
+                  cuda/defs.bzl, DEFAULT_ARCHS); tag `cuda`. Compatible only where
+                  `--//cuda:enabled` is on (default: on where the machine has an NVIDIA
+                  GPU, cuda/probe.bzl), so a CPU machine's `bazel test //...` neither
+                  fetches the toolkit nor runs nvcc
   go2_cpu_test    the CPU artifact against the float64 reference, every algorithm
   go2_gpu_test    the CUDA artifact against the reference on the GPU; tags `gpu` and
-                  `requires-gpu-nvidia`; skips, saying why, where no GPU is usable
+                  `requires-gpu-nvidia`; compatible like go2_cuda, and skips, saying
+                  why, where CUDA is enabled but no GPU is usable
   go2_tests       a test_suite of both (tag `manual`: `:all` holds both tests already)
 
 Hermetic by construction: every action reads only its declared inputs, all named by
 content in its cache key.
   generate  URDF, the options (on the command line), the generator's sources
-            (//codegen:grid_codegen), its entry point, //:requirements.lock (which pins
-            the venv the generator runs in) and the venv launcher (Python's version)
+            (//codegen:grid_codegen), its entry point, //:requirements-core.lock (which
+            pins what the generator imports) and the venv launcher (Python's version)
   compile   the generated files, the compile driver (same sources), the host compiler's
             identity (@grid_host_cc//:toolchain.json: path, version, OpenMP) and, for
-            CUDA, every file of the toolkit
+            CUDA only, every file of the toolkit and the architectures (--//cuda:archs)
+No CPU action reads the architectures or anything about the machine's GPUs, so a CPU
+artifact's keys are the same on every machine with the same compiler.
 The command lines hold no absolute path, so clones anywhere share a remote cache. Both
 artifacts are compiled by `python -m grid_codegen compile`, i.e. with the command lines
 of `grid_codegen.compile` that the pip path (`compile_artifact`) uses.
 """
 
-load("//cuda:defs.bzl", "CUDA_TOOLCHAIN_TYPE", "CudaArchsInfo")
+load("//cuda:defs.bzl", "CUDA_TOOLCHAIN_TYPE", "CudaArchsInfo", "cuda_compatible")
 load(":pytest.bzl", "grid_py_test")
 
-# The algorithms the generator builds (grid_codegen.options.ALGORITHMS), for early
-# errors; the generator itself is the authority and validates again.
-GRID_ALGORITHMS = [
-    "inverse_dynamics",
-    "crba",
-    "minv",
-    "forward_dynamics",
-    "aba",
-    "end_effector_pose",
-    "end_effector_pose_gradient",
-    "inverse_dynamics_gradient",
-    "forward_dynamics_gradient",
-]
+# The algorithm names and strategies are the generator's (grid_codegen's registry): the
+# macro passes what it is given and the generate action refuses, naming the valid values,
+# anything the generator does not know. Leaving `algorithms` or `strategy` out passes no
+# flag, so the generator's own default applies (and follows it when that changes).
 
 # The runtime for the robot tests' `grid_rbd.load_robot` check: the Bazel build of the
 # extension `grid_rbd._core` (//runtime:_core.so, named grid_rbd/_core<EXT_SUFFIX> by
 # //python:grid_rbd_core; //python:grid_rbd depends on it too). The test gets the runfiles
 # path of GRID_RUNTIME_CORE in GRID_RBD_CORE and fails unless that is the module it
 # imported (not an in-tree build of `pip install -e .` or tools/build_core.sh).
-GRID_RUNTIME_DEPS = ["//python:grid_rbd_core"]
+GRID_RUNTIME_DEPS = [str(Label("//python:grid_rbd_core"))]
 
-GRID_RUNTIME_CORE = "//python:grid_rbd_core_so"
+GRID_RUNTIME_CORE = str(Label("//python:grid_rbd_core_so"))
 
 GridSourcesInfo = provider(
     doc = "The generated sources of one robot.",
@@ -69,7 +66,6 @@ GridSourcesInfo = provider(
         "header": "File: grid.cuh",
         "wrapper": "File: wrapper.cu (includes grid.cuh)",
         "options": "File: options.json, the canonical CodegenOptions",
-        "archs": "list of 'sm_XY' the sources were generated for",
     },
 )
 
@@ -100,7 +96,7 @@ _TOOL_ATTRS = {
         cfg = "exec",
     ),
     "_lock": attr.label(
-        default = Label("//:requirements.lock"),
+        default = Label("//:requirements-core.lock"),
         allow_single_file = True,
     ),
 }
@@ -130,7 +126,6 @@ def _run_codegen(ctx, arguments, inputs, outputs, mnemonic, message):
 
 # -- <name>_generated -------------------------------------------------------------------
 def _grid_generated_sources_impl(ctx):
-    archs = ctx.attr._archs[CudaArchsInfo].archs
     header, wrapper, options = ctx.outputs.header, ctx.outputs.wrapper, ctx.outputs.options
     if header.dirname != wrapper.dirname or header.dirname != options.dirname:
         fail("header, wrapper and options must be declared in one folder")
@@ -140,13 +135,13 @@ def _grid_generated_sources_impl(ctx):
         header.dirname,
         "--dtype",
         ctx.attr.dtype,
-        "--algorithms",
-        ",".join(ctx.attr.algorithms or GRID_ALGORITHMS),
         "--max-batch-size",
         str(ctx.attr.max_batch_size),
-        "--strategy",
-        ctx.attr.strategy,
     ]
+    if ctx.attr.algorithms:
+        args += ["--algorithms", ",".join(ctx.attr.algorithms)]
+    if ctx.attr.strategy:
+        args += ["--strategy", ctx.attr.strategy]
     if ctx.attr.floating_base:
         args.append("--floating-base")
     if ctx.attr.runtime_inertia:
@@ -167,7 +162,7 @@ def _grid_generated_sources_impl(ctx):
     )
     return [
         DefaultInfo(files = depset([header, wrapper, options])),
-        GridSourcesInfo(header = header, wrapper = wrapper, options = options, archs = archs),
+        GridSourcesInfo(header = header, wrapper = wrapper, options = options),
         CcInfo(compilation_context = compilation),
     ]
 
@@ -177,15 +172,14 @@ grid_generated_sources = rule(
         "urdf": attr.label(allow_single_file = [".urdf", ".xml"], mandatory = True),
         "floating_base": attr.bool(default = False),
         "dtype": attr.string(default = "float32", values = ["float32", "float64"]),
-        "algorithms": attr.string_list(doc = "default: every algorithm"),
+        "algorithms": attr.string_list(doc = "default: the generator's (every algorithm)"),
         "ee_joint_names": attr.string_list(),
         "runtime_inertia": attr.bool(default = False),
         "max_batch_size": attr.int(default = 65536),
-        "strategy": attr.string(default = "block", values = ["block", "thread"]),
+        "strategy": attr.string(doc = "default: the generator's"),
         "header": attr.output(mandatory = True),
         "wrapper": attr.output(mandatory = True),
         "options": attr.output(mandatory = True),
-        "_archs": attr.label(default = Label("//cuda:archs")),
     }),
     doc = "Runs the grid-rbd code generator on a URDF (see grid_robot).",
 )
@@ -233,7 +227,7 @@ grid_cpu_library = rule(
 
 def _grid_cuda_library_impl(ctx):
     cuda = ctx.toolchains[CUDA_TOOLCHAIN_TYPE].cuda
-    archs = ctx.attr.srcs[GridSourcesInfo].archs
+    archs = ctx.attr._archs[CudaArchsInfo].archs
     return _compile(
         ctx,
         "cuda",
@@ -250,15 +244,17 @@ def _grid_cuda_library_impl(ctx):
 
 grid_cuda_library = rule(
     implementation = _grid_cuda_library_impl,
-    attrs = _COMPILE_ATTRS,
+    attrs = dict(_COMPILE_ATTRS, _archs = attr.label(default = Label("//cuda:archs"))),
     toolchains = [CUDA_TOOLCHAIN_TYPE],
     doc = "The CUDA artifact (.so) of grid_generated_sources, built by nvcc (//cuda).",
 )
 
 # -- the macro --------------------------------------------------------------------------
-_TEST = "//tools/bazel:robot_artifact_test.py"
-_TEST_SUPPORT = "//tests:test_support"
-_GRID_RBD = "//python:grid_rbd"
+# Labels of this repository, resolved here: a BUILD file in another workspace that calls
+# the macro must get @grid_rbd//..., not a package of its own.
+_TEST = str(Label("//tools/bazel:robot_artifact_test.py"))
+_TEST_SUPPORT = str(Label("//tests:test_support"))
+_GRID_RBD = str(Label("//python:grid_rbd"))
 
 def grid_robot(
         name,
@@ -269,7 +265,7 @@ def grid_robot(
         ee_joint_names = None,
         runtime_inertia = False,
         max_batch_size = 65536,
-        strategy = "block",
+        strategy = None,
         tags = [],
         visibility = None):
     """A robot's generated sources, CPU and CUDA artifacts and their tests.
@@ -279,20 +275,17 @@ def grid_robot(
       urdf: label of the URDF file.
       floating_base: add a free-flyer root joint (q = [p, quat xyzw, joints]).
       dtype: "float32" (default) or "float64".
-      algorithms: the algorithms to build (default: all of GRID_ALGORITHMS).
+      algorithms: the algorithms to build (default: every one the generator has).
       ee_joint_names: joints whose frames are the end effectors (default: leaf bodies).
       runtime_inertia: read the inertias from a per-context table at run time.
       max_batch_size: the largest batch a launch accepts.
-      strategy: "block" (one item per thread block) or "thread" (one per thread).
+      strategy: how a batch item maps to GPU threads, e.g. "block" or "thread"
+        (default: the generator's; see grid_codegen.options).
       tags: added to every target.
       visibility: of the generated sources and the two artifacts.
     """
     if dtype not in ("float32", "float64"):
         fail("grid_robot(%s): dtype must be float32 or float64, got %r" % (name, dtype))
-    for algorithm in algorithms or []:
-        if algorithm not in GRID_ALGORITHMS:
-            fail("grid_robot(%s): unknown algorithm %r; the generator builds %s" %
-                 (name, algorithm, ", ".join(GRID_ALGORITHMS)))
 
     generated = name + "_generated"
     grid_generated_sources(
@@ -304,7 +297,7 @@ def grid_robot(
         ee_joint_names = ee_joint_names or [],
         runtime_inertia = runtime_inertia,
         max_batch_size = max_batch_size,
-        strategy = strategy,
+        strategy = strategy or "",
         header = generated + "/grid.cuh",
         wrapper = generated + "/wrapper.cu",
         options = generated + "/options.json",
@@ -321,6 +314,7 @@ def grid_robot(
         name = name + "_cuda",
         srcs = ":" + generated,
         tags = tags + ["cuda"],
+        target_compatible_with = cuda_compatible(),
         visibility = visibility,
     )
 
@@ -343,6 +337,7 @@ def grid_robot(
             },
             size = "small",
             tags = tags + test_tags,
+            target_compatible_with = cuda_compatible() if backend == "cuda" else None,
         )
     # "manual": wildcards (`:all`, `//robots/...`) already hold both tests, and would
     # expand the suite past --build_tag_filters (so `--config=cpu` would still run nvcc

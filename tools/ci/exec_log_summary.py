@@ -2,6 +2,7 @@
 
     python3 exec_log_summary.py LOG [--require-hits MNEMONIC ...] [--expect N]
                                     [--profile PROFILE.gz]
+    python3 exec_log_summary.py LOG --count MNEMONIC ...    # prints one number
 
 LOG is Bazel's `--execution_log_json_file`: in Bazel 4.2 a stream of JSON objects, one
 per spawn, with `mnemonic`, `progressMessage`, `remoteCacheHit`, `remotable`,
@@ -51,9 +52,14 @@ def main() -> int:
     parser.add_argument("--require-hits", nargs="*", default=[], metavar="MNEMONIC")
     parser.add_argument("--expect", type=int, help="number of spawns of those mnemonics")
     parser.add_argument("--profile", help="Bazel --profile output: list action times")
+    parser.add_argument("--count", nargs="+", metavar="MNEMONIC",
+                        help="print only how many spawns had these mnemonics")
     args = parser.parse_args()
     with open(args.log, encoding="utf-8") as f:
         log = spawns(f.read())
+    if args.count:
+        print(sum(s.get("mnemonic") in args.count for s in log))
+        return 0
     total, hits = Counter(), Counter()
     for s in log:
         total[s.get("mnemonic", "?")] += 1

@@ -9,11 +9,16 @@
 #      then that output base is thrown away (bazel clean --expunge).
 #   3. remote: a second fresh output base builds with --execution_log_json_file; fails
 #      unless every code-generation and compile spawn (GridGenerate, GridCompileCpu,
-#      GridCompileCuda) was a remote cache hit, and there were as many as targets.
+#      GridCompileCuda) was a remote cache hit, and there were as many as the cold build
+#      ran (which must cover every generate and CPU compile target).
 #   4. prints the three build times and action counts; stops nginx.
 #
 # Env:
+#   GRID_RBD_CACHE_CHECK_WORKSPACE  the workspace to build in (default: this repository;
+#       tools/ci/consumer_check.sh points it at a workspace that pulls grid-rbd in)
 #   GRID_RBD_CACHE_CHECK_TARGETS  target patterns (default //robots/...)
+#   GRID_RBD_CACHE_CHECK_FLAGS    more bazel build flags, e.g. --config=cuda (CUDA targets
+#       too on a machine without a GPU, where they are skipped by default)
 #   GRID_RBD_CACHE_CHECK_JOBS     Bazel --jobs (default: Bazel's, one per core)
 #   GRID_RBD_CACHE_CHECK_REUSE_OUTPUT_BASE=1  do step 3 in the workspace's default
 #       output base (expunged first) so a later `bazel test //...` (tools/test.sh)
@@ -22,8 +27,10 @@
 set -Eeuo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$repo"
+workspace="$(cd "${GRID_RBD_CACHE_CHECK_WORKSPACE:-$repo}" && pwd)"
+cd "$workspace"
 read -r -a targets <<<"${GRID_RBD_CACHE_CHECK_TARGETS:-//robots/...}"
+read -r -a extra_flags <<<"${GRID_RBD_CACHE_CHECK_FLAGS:-}"
 mnemonics=(GridGenerate GridCompileCpu GridCompileCuda)
 say() { printf '[cache-check] %s\n' "$*"; }
 trap 'say "FAILED: line $LINENO: $BASH_COMMAND"' ERR
@@ -90,9 +97,11 @@ rm -f "$ngx/cache/cas/grid-rbd-probe"
 say "nginx $("$nginx_bin" -v 2>&1 | sed 's|.*/||') serving $cache (WebDAV PUT, root $ngx/cache)"
 
 # --- Bazel --------------------------------------------------------------------------------
-common=(--remote_cache="$cache" --disk_cache= --experimental_convenience_symlinks=ignore)
+common=(--remote_cache="$cache" --disk_cache= --experimental_convenience_symlinks=ignore
+        "${extra_flags[@]}")
 [ -z "${GRID_RBD_CACHE_CHECK_JOBS:-}" ] || common+=(--jobs="$GRID_RBD_CACHE_CHECK_JOBS")
-[ "${CI:-}" != true ] || common+=(--config=ci)
+# --config=ci is this repository's .bazelrc's; another workspace need not define it.
+[ "${CI:-}" != true ] || [ "$workspace" != "$repo" ] || common+=(--config=ci)
 
 declare -A seconds actions
 timed_build() {  # timed_build NAME OUTPUT_BASE [bazel build args...]
@@ -123,14 +132,25 @@ output_bases+=("$first")
 fetch "$first"
 query="deps(${targets[*]})"
 query="${query// -/ - }"
-expected="$(bazel --output_base="$first" query \
-  "kind('grid_generated_sources|grid_cpu_library|grid_cuda_library', $query)" 2>/dev/null | wc -l)"
-say "$expected code-generation/compile targets"
+# Generate and CPU compile targets are built everywhere; CUDA ones only where
+# --//cuda:enabled is on, so their number comes from what the cold build ran.
+cpu_targets="$(bazel --output_base="$first" query \
+  "kind('grid_generated_sources|grid_cpu_library', $query)" 2>/dev/null | wc -l)"
+say "$cpu_targets code-generation/CPU compile targets"
 
 timed_build cold "$first" --execution_log_json_file="$work/exec_cold.json" \
   --profile="$work/cold.profile.gz"
 python3 "$repo/tools/ci/exec_log_summary.py" "$work/exec_cold.json" \
   --profile "$work/cold.profile.gz"
+cold_cpu="$(python3 "$repo/tools/ci/exec_log_summary.py" "$work/exec_cold.json" \
+  --count GridGenerate GridCompileCpu)"
+expected="$(python3 "$repo/tools/ci/exec_log_summary.py" "$work/exec_cold.json" \
+  --count "${mnemonics[@]}")"
+if [ "$cold_cpu" -ne "$cpu_targets" ]; then
+  say "FAILED: the cold build ran $cold_cpu generate/CPU compile actions for $cpu_targets targets"
+  exit 1
+fi
+say "the cold build ran $expected generate/compile actions ($((expected - cold_cpu)) CUDA)"
 timed_build warm "$first"
 blobs="$(find "$ngx/cache" -type f | wc -l)"
 say "the cache holds $blobs files ($(du -sh "$ngx/cache" | cut -f1))"

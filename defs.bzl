@@ -1,0 +1,20 @@
+"""grid-rbd's public Bazel API for BUILD files.
+
+    load("@grid_rbd//:defs.bzl", "grid_robot")
+
+    grid_robot(name = "arm", urdf = "arm.urdf")
+
+`grid_robot` (tools/bazel/grid_robot.bzl) turns a URDF plus options into generated
+sources, CPU and CUDA artifacts and their tests; `grid_py_test` runs pytest with
+grid-rbd's venv; `cuda_compatible()` is the `target_compatible_with` of a CUDA target
+(on where --@grid_rbd//cuda:enabled is). The WORKSPACE side is //:workspace.bzl.
+"""
+
+load("//cuda:defs.bzl", _cuda_compatible = "cuda_compatible")
+load("//tools/bazel:grid_robot.bzl", _GridSourcesInfo = "GridSourcesInfo", _grid_robot = "grid_robot")
+load("//tools/bazel:pytest.bzl", _grid_py_test = "grid_py_test")
+
+grid_robot = _grid_robot
+grid_py_test = _grid_py_test
+cuda_compatible = _cuda_compatible
+GridSourcesInfo = _GridSourcesInfo
