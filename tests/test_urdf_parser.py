@@ -153,7 +153,7 @@ BAD = {
     "negative mass": (_robot(_link("a", -1.0)), r"link 'a': mass -1.0 is negative"),
     "indefinite inertia": (_robot(_link("a", inertia='ixx="0.1" iyy="0.1" izz="0.1" ixy="0.5" '
                                                   'ixz="0" iyz="0"')),
-                           r"link 'a': inertia is not positive definite"),
+                           r"link 'a': inertia is not positive semi-definite"),
     "unknown joint type": (_robot(_link("a"), _link("b"), _joint("j", "a", "b", kind="hinge")),
                            r"joint 'j': unknown joint type 'hinge'"),
     "planar joint": (_robot(_link("a"), _link("b"), _joint("j", "a", "b", kind="planar")),

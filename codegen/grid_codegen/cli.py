@@ -35,6 +35,7 @@ from grid_codegen.compile import (
     cuda_command,
     find_cxx,
     openmp_works,
+    run_compiler,
 )
 from grid_codegen.generate import generate
 from grid_codegen.options import ALGORITHMS, DTYPES, STRATEGIES, CodegenOptions
@@ -116,8 +117,7 @@ def _compile(args: argparse.Namespace) -> int:
     # As given, not resolved: in a sandbox the inputs are symlinks whose targets lie
     # outside it, and `#include "grid.cuh"` must find the header beside wrapper.cu here.
     source, output = args.source, args.output
-    env = dict(os.environ)
-    tmp_dir: str | None = None
+    tools: list[str] = []  # whose folders lead the compile's PATH (compile_environment)
     if args.backend == "cpu":
         cxx = args.compiler or host.get("cxx") or find_cxx()
         openmp = args.openmp if args.openmp is not None else bool(
@@ -130,22 +130,21 @@ def _compile(args: argparse.Namespace) -> int:
         extra = ["-ccbin", host["cxx"]] if host.get("cxx") else []
         extra += [f"-L{d}" for d in args.library_dir]
         cmd = cuda_command(args.compiler, source, output, args.gpu_arch, extra)
-        # nvcc names its temporaries by process id; sandboxes in their own pid namespace
-        # share /tmp, so two builds would write each other's files. One folder per build.
-        tmp_dir = tempfile.mkdtemp(prefix=".nvcc_tmp_", dir=output.parent.absolute())
-        env["TMPDIR"] = tmp_dir
+        tools += [host["cxx"]] if host.get("cxx") else []
+    tools = [cmd[0], *tools] if os.sep in cmd[0] else tools
+    # nvcc names its temporaries by process id; sandboxes in their own pid namespace
+    # share /tmp, so two builds would write each other's files. One folder per build.
+    tmp_dir = tempfile.mkdtemp(prefix=".compile_tmp_", dir=output.parent.absolute())
     try:
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, check=False)
+        returncode, stdout = run_compiler(cmd, Path(tmp_dir), tools)
     finally:
-        if tmp_dir is not None:
-            shutil.rmtree(tmp_dir, ignore_errors=True)
-    log = f"$ {' '.join(cmd)}\n{proc.stdout}[exit {proc.returncode}]\n"
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    log = f"$ {' '.join(cmd)}\n{stdout}[exit {returncode}]\n"
     if args.log:
-        args.log.write_text(log)
-    if proc.returncode != 0 or not output.is_file():
+        args.log.write_text(log, errors="backslashreplace")
+    if returncode != 0 or not output.is_file():
         sys.stderr.write(log)
-        return proc.returncode or 1
+        return returncode or 1
     return 0
 
 

@@ -2,11 +2,13 @@
 
 `backend="cpu"` runs the host C++ compiler on `wrapper.cu` as C++
 (`-O2 -std=c++17 -shared -fPIC -x c++`, OpenMP when available); `backend="cuda"` runs
-nvcc for each requested architecture plus the one detected on this machine, with its
-own temporary directory per build (nvcc names its temporaries by process id, which
-collides between concurrent sandboxed builds). The shared object is written under a
-temporary name and renamed, so a reader never sees a partial file. A failed build raises
-`CompileError`, whose message ends with the tail of the build log.
+nvcc for each requested architecture plus the one detected on this machine. Every
+compiler run gets the environment `compile_environment` builds from nothing (a fixed
+PATH, a private TMPDIR per build, LANG=C; nothing else of the caller's but HOME and the
+keyed `LD_LIBRARY_PATH`), so include paths, preloads and flag variables of the caller
+cannot change an artifact behind its key. The shared object is written under a
+temporary name, made owner-only and renamed, so a reader never sees a partial file. A
+failed build raises `CompileError`, whose message ends with the tail of the build log.
 """
 
 from __future__ import annotations
@@ -42,6 +44,93 @@ class CompileResult:
     seconds: float
     backend: str
     archs: tuple[str, ...]  # ("cpu",) for the host build
+
+
+# -- the compile environment ----------------------------------------------------------------
+SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+KEYED_ENVIRONMENT = ("LD_LIBRARY_PATH",)
+"""Variables passed through to the compiler because a toolchain may need them; their
+values are part of the build identity (`keyed_environment`), hence of every key."""
+
+
+def compile_environment(tmp_dir: str | os.PathLike | None, tools: Sequence[str] = (),
+                        environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The complete environment of a compiler run, built from nothing.
+
+    PATH: the folders of `tools` (the compiler, nvcc's host compiler), then
+        /usr/local/bin:/usr/bin:/bin: a function of the compiler paths, which are keyed.
+    TMPDIR (and TMP, TEMP): `tmp_dir`, a private folder of this build.
+    LANG, LC_ALL: C (untranslated ASCII diagnostics; no locale-dependent output).
+    HOME: the caller's, when set (compilers read nothing there; wrappers may).
+    LD_LIBRARY_PATH: the caller's, when set (`KEYED_ENVIRONMENT`).
+    Everything else is dropped, among it CPATH, C_INCLUDE_PATH, CPLUS_INCLUDE_PATH,
+    OBJC_INCLUDE_PATH, LIBRARY_PATH, GCC_EXEC_PREFIX, COMPILER_PATH, LD_PRELOAD, LD_AUDIT,
+    DEPENDENCIES_OUTPUT, SUNPRO_DEPENDENCIES, SOURCE_DATE_EPOCH, GCC_COMPARE_DEBUG,
+    NVCC_PREPEND_FLAGS, NVCC_APPEND_FLAGS, NVCC_CCBIN, CUDA_HOME and every CCACHE_ variable.
+    `environ`: the caller's environment (default `os.environ`).
+    """
+    environ = os.environ if environ is None else environ
+    folders: list[str] = []
+    for tool in tools:
+        folder = os.path.dirname(os.path.abspath(tool))
+        if folder not in folders:
+            folders.append(folder)
+    folders += [f for f in SYSTEM_PATH if f not in folders]
+    env = {"PATH": os.pathsep.join(folders), "LANG": "C", "LC_ALL": "C"}
+    if tmp_dir is not None:
+        env["TMPDIR"] = env["TMP"] = env["TEMP"] = os.fspath(tmp_dir)
+    if environ.get("HOME"):
+        env["HOME"] = environ["HOME"]
+    for name, value in keyed_environment(environ).items():
+        if value is not None:
+            env[name] = value
+    return env
+
+
+def keyed_environment(environ: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """The values of `KEYED_ENVIRONMENT` (None when unset): what of the caller's
+    environment reaches a compile, so what the build identity must record."""
+    environ = os.environ if environ is None else environ
+    return {name: environ.get(name) or None for name in KEYED_ENVIRONMENT}
+
+
+def resolve_tool(tool: str) -> str:
+    """`tool` as an absolute path (a bare name is looked up on the caller's PATH), so the
+    compile's fixed PATH never picks another one."""
+    if os.sep in tool:
+        return os.path.abspath(tool)
+    found = shutil.which(tool)
+    if found is None:
+        raise FileNotFoundError(f"compiler {tool!r} is not on PATH")
+    return os.path.abspath(found)
+
+
+def run_compiler(cmd: Sequence[str], tmp_dir: Path, tools: Sequence[str],
+                 cwd: str | os.PathLike | None = None, timeout: float | None = None
+                 ) -> tuple[int, str]:
+    """Run `cmd` in the scrubbed environment; (exit status, stdout and stderr as text).
+    Output that is not UTF-8 is kept as backslash escapes: the compiler's error is never
+    lost to a decoding error. A timeout is exit -1 with a note."""
+    try:
+        proc = subprocess.run(list(cmd), cwd=cwd, env=compile_environment(tmp_dir, tools),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, timeout=timeout, check=False)
+        return proc.returncode, proc.stdout.decode("utf-8", "backslashreplace")
+    except subprocess.TimeoutExpired as exc:
+        partial = exc.stdout or b""
+        text = partial.decode("utf-8", "backslashreplace") if isinstance(partial, bytes) \
+            else str(partial)
+        return -1, text + f"\n[timed out after {timeout} s]\n"
+
+
+def _write_private(path: Path, text: str, mode: int = 0o600) -> None:
+    """Write `text` (UTF-8; unencodable characters escaped) to a file only its owner can
+    change, replacing what is there."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
+        fh.write(text)
+    os.chmod(path, mode)
 
 
 def find_cxx() -> str:
@@ -81,9 +170,13 @@ def openmp_works(cxx: str) -> bool:
         src = Path(tmp) / "probe.cc"
         src.write_text("#include <omp.h>\n"
                        "int main() { return omp_get_max_threads() > 0 ? 0 : 1; }\n")
-        result = subprocess.run([cxx, "-fopenmp", str(src), "-o", str(Path(tmp) / "probe")],
-                                capture_output=True)
-        return result.returncode == 0
+        try:
+            tool = resolve_tool(cxx)
+        except FileNotFoundError:
+            return False
+        rc, _ = run_compiler([tool, "-fopenmp", str(src), "-o", str(Path(tmp) / "probe")],
+                             Path(tmp), [tool], timeout=300)
+        return rc == 0
 
 
 # The flags below are the one definition of how an artifact is compiled: the pip path
@@ -137,42 +230,43 @@ def compile_artifact(files: Mapping[str, str], out_dir: str | Path, backend: str
     if "wrapper.cu" not in files:
         raise ValueError(f"files must include wrapper.cu; got {sorted(files)}")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)
     for name in sorted(files):
-        (out / name).write_text(files[name])
+        _write_private(out / name, files[name])
     so_path, log_path = out / ARTIFACT, out / BUILD_LOG
     staging = out / f".{ARTIFACT}.{os.getpid()}.tmp"
-    env = dict(os.environ)
+    tools: list[str] = []
     if backend == "cpu":
-        tool = compiler or find_cxx()
+        tool = resolve_tool(compiler or find_cxx())
         archs: tuple[str, ...] = ("cpu",)
         cmd = cpu_command(tool, out / "wrapper.cu", staging, openmp and openmp_works(tool),
                           extra_flags)
-        tmp_dir = None
     else:
-        tool = compiler or find_nvcc()
+        tool = resolve_tool(compiler or find_nvcc())
         detected = detect_cuda_arch() if detect_arch else None
         archs = tuple(sorted(set(gpu_archs) | ({detected} if detected else set()),
                              key=lambda a: int(a[3:])))
         cmd = cuda_command(tool, out / "wrapper.cu", staging, archs, extra_flags)
-        tmp_dir = Path(tempfile.mkdtemp(prefix="nvcc_", dir=out))
-        env["TMPDIR"] = str(tmp_dir)
+        try:
+            tools.append(resolve_tool(find_cxx()))  # nvcc's host compiler, found on PATH
+        except FileNotFoundError:
+            pass
+    # A private temporary folder per build: nvcc names its temporaries by process id,
+    # which collides between concurrent sandboxed builds, and nobody else may write there.
+    tmp_dir = Path(tempfile.mkdtemp(prefix="tmp_", dir=out))
     start = time.monotonic()
     try:
-        proc = subprocess.run(cmd, cwd=out, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=timeout)
-        rc, output = proc.returncode, proc.stdout
-    except subprocess.TimeoutExpired as exc:
-        rc, output = -1, (exc.stdout or "") + f"\n[timed out after {timeout} s]\n"
+        rc, output = run_compiler(cmd, tmp_dir, [tool, *tools], cwd=out, timeout=timeout)
     finally:
-        if tmp_dir is not None:
-            shutil.rmtree(tmp_dir, ignore_errors=True)
+        shutil.rmtree(tmp_dir, ignore_errors=True)
     seconds = time.monotonic() - start
-    log_path.write_text(f"$ {' '.join(cmd)}\n{output}\n[exit {rc}, {seconds:.1f} s]\n")
+    log_text = f"$ {' '.join(cmd)}\n{output}\n[exit {rc}, {seconds:.1f} s]\n"
+    _write_private(log_path, log_text)
     if rc != 0 or not staging.exists():
         staging.unlink(missing_ok=True)
-        tail = "\n".join(log_path.read_text().splitlines()[-LOG_TAIL_LINES:])
+        tail = "\n".join(log_text.splitlines()[-LOG_TAIL_LINES:])
         raise CompileError(f"{backend} build of {out / 'wrapper.cu'} failed (exit {rc}); "
                            f"full log {log_path}; last lines:\n{tail}", log_path)
+    os.chmod(staging, 0o700)  # code: never writable by group or others, whatever the umask
     os.replace(staging, so_path)
     return CompileResult(so_path, log_path, tuple(cmd), seconds, backend, archs)

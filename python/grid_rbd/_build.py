@@ -28,10 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from grid_rbd._env_knobs import knob, knob_archs, knob_flags, knob_values
+from grid_rbd._integrity import FILE_MODE, StoreError, atomic_write
 from grid_rbd._progress import Progress
 from grid_rbd._store import (
     BUILD_INPUTS,
     META,
+    DamagedEntryError,
     Entry,
     Store,
     cache_root,
@@ -128,10 +130,14 @@ def resolve_toolchain(backend: str) -> Toolchain:
 @functools.lru_cache(maxsize=32)
 def _compiler_identity_cached(path: str, real: str, mtime_ns: int, size: int
                               ) -> tuple[tuple[str, str], ...]:
+    from grid_codegen.compile import compile_environment
+
     try:
-        proc = subprocess.run([path, "--version"], capture_output=True, text=True,
-                              timeout=120)
-        version = (proc.stdout + proc.stderr).strip()
+        # The compile's own environment: LANG=C, so the text is not translated.
+        proc = subprocess.run([path, "--version"], capture_output=True, timeout=120,
+                              env=compile_environment(None, [path]),
+                              stdin=subprocess.DEVNULL)
+        version = (proc.stdout + proc.stderr).decode("utf-8", "backslashreplace").strip()
     except (OSError, subprocess.SubprocessError) as exc:
         version = f"<--version failed: {exc}>"
     with open(real, "rb") as fh:
@@ -176,6 +182,7 @@ def build_identity(toolchain: Toolchain) -> dict[str, Any]:
         "command": compile_command(toolchain),
         "compile_driver_sha256": sha256_bytes(Path(compile_driver.__file__).read_bytes()),
         "env": knob_values(),
+        "compile_env": compile_driver.keyed_environment(),
         "machine": os.uname().machine,
     }
     return json.loads(canonical_json(identity))
@@ -275,7 +282,10 @@ def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
         files = generate(model, options)
     names = _names(model, ee_frames)
     ckey = content_key(files, identity, names)
-    existing = store.entry(ckey)
+    try:
+        existing = store.entry(ckey)
+    except DamagedEntryError:
+        existing = None  # reported and quarantined: built again below
     if existing is not None and existing.build_inputs == identity and not force_rebuild:
         store.write_pointer(ikey, ckey)
         progress.finish(f"generated sources match entry {ckey[:12]}: no compile; registered")
@@ -299,21 +309,29 @@ def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
             meta = _meta(model, options, names, toolchain, floating_base,
                          {"input_key": ikey, "content_key": ckey}, urdf,
                          progress.phases, result.seconds)
-            (staging / META).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
-            (staging / BUILD_INPUTS).write_text(
-                json.dumps(identity, indent=1, sort_keys=True) + "\n")
+            atomic_write(staging / META, json.dumps(meta, indent=1, sort_keys=True) + "\n",
+                         FILE_MODE)
+            atomic_write(staging / BUILD_INPUTS,
+                         json.dumps(identity, indent=1, sort_keys=True) + "\n", FILE_MODE)
             entry = store.publish(staging, ckey, replace=force_rebuild or existing is not None)
             store.write_pointer(ikey, ckey)
     progress.finish(f"built and published {ckey[:12]}")
     return done(entry, "built", waited, progress.phases)
 
 
+def failed_log_name(name: str, ikey: str) -> str:
+    """The file name of a failed build's log under `<root>/logs/`: the input key, a digest
+    of the registration name and the name's plain letters, digits, `_` and `-` (at most 32
+    of them), so no name can make a path ("../x" gives "<key>-<digest>-x.build.log")."""
+    plain = "".join(ch for ch in name if ch.isascii() and (ch.isalnum() or ch in "_-"))[:32]
+    digest = sha256_bytes(name.encode("utf-8", "surrogatepass"))[:8]
+    return f"{ikey[:16]}-{digest}" + (f"-{plain}" if plain else "") + ".build.log"
+
+
 def _keep_failed_log(store: Store, name: str, ikey: str, log_path: Path) -> Path:
-    logs = store.root / "logs"
-    logs.mkdir(exist_ok=True)
-    kept = logs / f"{name}-{ikey[:16]}.build.log"
+    kept = store.logs / failed_log_name(name, ikey)
     try:
-        shutil.copyfile(log_path, kept)
-    except OSError:
+        atomic_write(kept, log_path.read_text(encoding="utf-8", errors="backslashreplace"))
+    except (OSError, StoreError):
         return log_path
     return kept

@@ -88,25 +88,26 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
 
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    check_name(name, "name")
     if (urdf_path is None) == (urdf_string is None):
         raise ValueError("pass exactly one of urdf_path= and urdf_string=")
     if urdf_path is not None:
+        if "\0" in os.fspath(urdf_path):
+            raise ValueError(f"urdf_path {os.fspath(urdf_path)!r} holds a NUL character")
         path = Path(urdf_path)
         if not path.is_file():
             raise FileNotFoundError(f"no URDF at {urdf_path}")
         urdf_bytes, source = path.read_bytes(), str(path.resolve())
     else:
-        if not isinstance(urdf_string, str):
-            raise ValueError(f"urdf_string must be a str, got {type(urdf_string).__name__}")
-        urdf_bytes, source = urdf_string.encode(), "<urdf string>"
+        urdf_bytes, source = _urdf_string_bytes(urdf_string), "<urdf string>"
     try:
         dtype_name = np.dtype(dtype).name
     except TypeError as exc:
         raise ValueError(f"dtype {dtype!r} is not a numpy dtype; use float32 or float64") from exc
     if isinstance(ee_joint_names, str) or isinstance(algorithm_list, str):
         raise ValueError("ee_joint_names and algorithm_list are lists of names, not a str")
+    for ee in ee_joint_names or ():
+        check_name(ee, "ee_joint_names entry")
     options = CodegenOptions(
         dtype=dtype_name, max_batch_size=max_batch_size,
         algorithms=tuple(algorithm_list) if algorithm_list is not None else ALGORITHMS,
@@ -114,43 +115,143 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     target = resolve_device(device)
     registration = ensure_entry(name, urdf_bytes, source, bool(floating_base), options,
                                 target, cache_dir=cache_dir, force_rebuild=force_rebuild)
-    return with_backend(RobotHandle._open(registration.so_path, name, registration), backend)
+    handle = RobotHandle._open(registration.so_path, name, registration)
+    _check_descriptor(handle, registration.entry_dir, name)
+    return with_backend(handle, backend)
 
 
 def get_robot(name: str, cache_dir: str | os.PathLike | None = None,
               backend: str = "numpy") -> Any:
     """The handle of a robot registered earlier under `name` (from the store's manifest;
-    nothing is compiled), for `backend` as in register_robot. Raises `KeyError` when the
-    name is unknown."""
+    nothing is compiled), for `backend` as in register_robot.
+
+    The entry is verified before it is loaded (file sizes and SHA-256 against its
+    integrity record) and its descriptor checked against its meta.json after. Raises
+    `KeyError` when the name is unknown, `grid_rbd._store.DamagedEntryError` (naming the
+    entry; it is moved to the store's quarantine) when the entry is damaged, and
+    `grid_rbd._store.StoreError` when the manifest cannot be read."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    from grid_rbd._store import Store, cache_root
+    from grid_rbd._integrity import is_digest
+    from grid_rbd._store import DamagedEntryError, Store, StoreError, cache_root
 
     store = Store(cache_root(cache_dir))
-    record = store.read_manifest().get(name)
+    manifest = store.read_manifest()
+    record = manifest.get(name) if isinstance(name, str) else None
     if record is None:
-        known = sorted(store.read_manifest())
         raise KeyError(f"no robot named {name!r} in {store.manifest_path} (registered: "
-                       f"{', '.join(known) or 'none'}); call register_robot first")
-    entry = store.entry(str(record.get("content_key", "")))
+                       f"{', '.join(sorted(manifest)) or 'none'}); call register_robot first")
+    key = record.get("content_key")
+    if not is_digest(key):
+        raise StoreError(f"the manifest record of {name!r} in {store.manifest_path} holds "
+                         f"content key {str(key)[:80]!r}, which is not a store key (64 hex "
+                         f"digits): the manifest was edited or damaged; register {name!r} "
+                         "again")
+    try:
+        entry = store.entry(key)
+    except DamagedEntryError as exc:
+        raise DamagedEntryError(f"robot {name!r}: {exc}; call register_robot({name!r}, ...) "
+                                "to rebuild it", exc.key, exc.problems,
+                                exc.quarantined) from None
     if entry is None:
-        raise RuntimeError(f"{name!r} points at store entry {record.get('content_key')}, "
-                           f"which is missing or incomplete in {store.entries}; register it "
-                           "again")
-    return with_backend(RobotHandle._open(entry.so_path, name), backend)
+        raise RuntimeError(f"{name!r} points at store entry {key}, which is missing from "
+                           f"{store.entries}; register it again")
+    handle = RobotHandle._open(entry.so_path, name)
+    _check_descriptor(handle, entry.path, name)
+    return with_backend(handle, backend)
 
 
 def load_robot(path: str | os.PathLike, backend: str = "numpy") -> Any:
     """A handle on an artifact file (`robot.so`) or a store entry directory holding one,
     for `backend` as in register_robot. Joint and body names come from the meta.json
-    beside it, when present."""
+    beside it, when present. A store entry (a folder with integrity.json) is verified
+    before it is loaded, and its descriptor checked against meta.json after (a
+    `StoreError` when either fails; nothing is moved)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    from grid_rbd._integrity import INTEGRITY, StoreError, verify_folder
+    from grid_rbd._store import ARTIFACT, RECORDED_FILES
+
     path = Path(path)
     so_path = path / "robot.so" if path.is_dir() else path
     if not so_path.is_file():
         raise FileNotFoundError(f"no artifact at {so_path}")
-    return with_backend(RobotHandle._open(so_path), backend)
+    folder = so_path.parent
+    if so_path.name == ARTIFACT and (folder / INTEGRITY).is_file():
+        problems = verify_folder(folder, folder.name, RECORDED_FILES, code=(ARTIFACT,))
+        if problems:
+            raise StoreError(f"store entry {folder} is damaged: {'; '.join(problems)}")
+    handle = RobotHandle._open(so_path)
+    if (folder / "meta.json").is_file():
+        problems = descriptor_problems(getattr(handle, "_info", {}), handle._meta)
+        if problems:
+            raise StoreError(f"artifact {so_path} contradicts its meta.json: "
+                             f"{'; '.join(problems)}")
+    return with_backend(handle, backend)
+
+
+def check_name(value: object, what: str) -> None:
+    """`ValueError` unless `value` is a valid name (`grid_codegen.urdf_xml.name_problem`:
+    printable text, 1 to 256 characters, no control, format or separator characters)."""
+    from grid_codegen.urdf_xml import name_problem, quoted
+
+    problem = name_problem(value)
+    if problem is not None:
+        shown = quoted(value) if isinstance(value, str) else repr(value)
+        raise ValueError(f"{what} {shown} {problem}")
+
+
+def _urdf_string_bytes(urdf_string: object) -> bytes:
+    """`urdf_string` as UTF-8 bytes; a `ValueError` naming the offset of a NUL or a lone
+    surrogate (neither can be URDF text)."""
+    if not isinstance(urdf_string, str):
+        raise ValueError(f"urdf_string must be a str, got {type(urdf_string).__name__}")
+    nul = urdf_string.find("\0")
+    if nul >= 0:
+        raise ValueError(f"urdf_string holds a NUL character at offset {nul} (a URDF is "
+                         "text)")
+    try:
+        return urdf_string.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"urdf_string holds a lone surrogate, "
+                         f"U+{ord(urdf_string[exc.start]):04X}, at offset {exc.start}: it "
+                         "is not text that UTF-8 can hold (decode the file with "
+                         "errors='strict', or pass urdf_path=)") from None
+
+
+_DESCRIBED = ("robot_name", "nq", "nv", "nb", "num_ees", "dtype")
+
+
+def descriptor_problems(info: Any, meta: dict[str, Any]) -> list[str]:
+    """Where the loaded artifact's descriptor (`_core.Artifact.info`) contradicts its
+    meta.json: robot name, dimensions and dtype ([] when they agree)."""
+    problems = []
+    for field in _DESCRIBED:
+        got, want = info.get(field) if hasattr(info, "get") else None, meta.get(field)
+        if isinstance(got, bytes):
+            got = got.decode("utf-8", "backslashreplace")
+        if str(got) != str(want):
+            problems.append(f"its descriptor says {field} {str(got)[:80]!r}, meta.json says "
+                            f"{str(want)[:80]!r}")
+    return problems
+
+
+def _check_descriptor(handle: RobotHandle, entry_dir: Path, name: str) -> None:
+    """After loading: the descriptor must describe the robot meta.json describes. A
+    mismatch quarantines the entry; the artifact is already mapped into this process and
+    cannot be unloaded, so the error asks for a fresh process."""
+    from grid_rbd._store import DamagedEntryError, Store
+
+    problems = descriptor_problems(getattr(handle, "_info", {}), handle._meta)
+    if not problems:
+        return
+    store = Store(entry_dir.parent.parent)
+    moved, problems = store.quarantine(entry_dir.name, problems, force=True)
+    raise DamagedEntryError(
+        f"robot {name!r}: store entry {entry_dir} holds another robot's artifact "
+        f"({'; '.join(problems)}); moved to {moved}. It is loaded into this process now "
+        f"and cannot be unloaded: call register_robot({name!r}, ...) again in a new "
+        "process to rebuild it", entry_dir.name, problems, moved)
 
 
 def bound_to_backend(backend: str) -> tuple[Any, Any, Any]:

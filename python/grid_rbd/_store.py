@@ -1,38 +1,49 @@
-"""The content-addressed store of compiled artifacts (DESIGN.md §5).
+"""The content-addressed store of compiled artifacts (DESIGN.md §5, §11).
 
-Layout under the root (`cache_dir=` > `$GRID_RBD_CACHE_DIR` > `~/.cache/grid-rbd`):
+Layout under the root (`cache_dir=` > `$GRID_RBD_CACHE_DIR` > `~/.cache/grid-rbd`), every
+folder owner-only (0700) and never written through a symbolic link:
 
     manifest.json            name -> {"content_key", "input_key", ...}
     manifest.lock            writers of manifest.json hold it (fcntl.flock)
     bykey/<input_key>        stage-1 pointer: a file holding the content key
     store/<content_key>/     grid.cuh, wrapper.cu, robot.so, meta.json,
-                             build_inputs.json, robot.build.log
+                             build_inputs.json, robot.build.log, integrity.json
     staging/<owner>-<token>/ builds in progress (owner = host, pid, process start time)
     locks/<input_key>.lock   one builder per input key; content-<key>.lock per entry
-    logs/                    build logs of failed compiles (<name>-<input key>.build.log)
+    logs/                    build logs of failed compiles
+    quarantine/<key>-<time>-<token>/   damaged entries moved aside (quarantine.json: why)
 
 Keys. The stage-1 input key is the SHA-256 of the canonical JSON of: the URDF bytes'
 digest, the canonical options, the package version, the codegen source digest (every .py
 under grid_codegen) and the build identity (backend, compiler path + realpath + `--version`
-+ content digest, architectures, compile command, compile-driver digest, env knobs). The
-stage-2 content key is the SHA-256 of what the compiler sees: every generated file's
-digest, the build identity, plus the names `meta.json` reports (so an entry's metadata
-always describes it). A codegen edit that emits the same bytes changes the input key but
-not the content key: only the pointer is written, nothing is compiled.
++ content digest, architectures, compile command, compile-driver digest, env knobs, the
+keyed compile environment). The stage-2 content key is the SHA-256 of what the compiler
+sees: every generated file's digest, the build identity, plus the names `meta.json`
+reports. Every key read back from disk (pointer files, the manifest) must be a 64-digit
+hex digest, so none can name a path.
+
+Integrity. `publish` records the size and SHA-256 of each entry file in `integrity.json`;
+an entry is verified against it (and against its own key) before it is used, the check
+cached per process by file identity. A damaged entry is moved to `quarantine/` and
+reported: `register_robot` then rebuilds it, `get_robot` raises `DamagedEntryError`.
 
 Protocol. An entry is built in its own `staging/` directory and published with one
-`rename` into `store/`, so a reader sees a complete entry or none. A pointer is honoured
-only when the entry's `build_inputs.json` equals the current identity. Builders of one
-input key serialise on its lock, so concurrent registrations compile once; a builder
-killed mid-build leaves only its staging directory (swept once its owner is gone) and
-releases the lock with its process.
+`rename` into `store/`; a rebuild swaps the new directory with the old one in one step
+(renameat2 RENAME_EXCHANGE), so a reader always finds one whole entry. Where the system
+cannot swap, the old entry is renamed aside first; readers that find no entry wait on the
+entry's lock, and a process killed between the two renames has its old entry restored
+by the next sweep. A pointer is honoured only when the entry's `build_inputs.json` equals
+the current identity. Builders of one input key serialise on its lock, so concurrent
+registrations compile once; a builder killed mid-build leaves only its staging directory
+(swept once its owner is gone) and releases the lock with its process. A manifest that
+cannot be read is an error, never an empty store.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -45,21 +56,62 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-ENTRY_FILES = ("grid.cuh", "wrapper.cu", "robot.so", "meta.json", "build_inputs.json",
-               "robot.build.log")
+from grid_rbd._integrity import (
+    CODE_MODE,
+    FILE_MODE,
+    INTEGRITY,
+    StoreError,
+    atomic_write,
+    exchange,
+    flock,
+    is_digest,
+    read_text,
+    secure_folder,
+    verify_folder,
+    write_record,
+)
+
+log = logging.getLogger("grid_rbd.store")
+
 ARTIFACT = "robot.so"
 META = "meta.json"
 BUILD_INPUTS = "build_inputs.json"
+RECORDED_FILES = ("grid.cuh", "wrapper.cu", ARTIFACT, META, BUILD_INPUTS, "robot.build.log")
+ENTRY_FILES = (*RECORDED_FILES, INTEGRITY)
 OWNER = "owner.json"
-STORE_SCHEMA = 1
+QUARANTINE_NOTE = "quarantine.json"
+STORE_SCHEMA = 2
+
+__all__ = ["ARTIFACT", "BUILD_INPUTS", "ENTRY_FILES", "META", "DamagedEntryError", "Entry",
+           "Owner", "Store", "StoreError", "cache_root", "canonical_json", "content_key",
+           "input_key", "sha256_bytes"]
+
+
+class DamagedEntryError(StoreError):
+    """A store entry failed its verification; it was moved to `quarantined` (None when it
+    could not be moved). `problems` lists what was wrong."""
+
+    def __init__(self, message: str, key: str, problems: list[str],
+                 quarantined: Path | None) -> None:
+        super().__init__(message)
+        self.key, self.problems, self.quarantined = key, problems, quarantined
 
 
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
-    """The store's root: `cache_dir`, else `$GRID_RBD_CACHE_DIR`, else ~/.cache/grid-rbd."""
+    """The store's root: `cache_dir`, else `$GRID_RBD_CACHE_DIR`, else ~/.cache/grid-rbd.
+
+    An empty `cache_dir` is refused (it would mean the current directory); an empty
+    `$GRID_RBD_CACHE_DIR` counts as unset."""
     if cache_dir is not None:
-        return Path(cache_dir).expanduser().absolute()
+        text = os.fspath(cache_dir)
+        if not str(text).strip():
+            raise ValueError("cache_dir is empty; pass a folder for the store (or None for "
+                             "$GRID_RBD_CACHE_DIR, else ~/.cache/grid-rbd)")
+        if "\0" in str(text):
+            raise ValueError(f"cache_dir {text!r} holds a NUL character")
+        return Path(text).expanduser().absolute()
     env = os.environ.get("GRID_RBD_CACHE_DIR", "")
-    if env:
+    if env.strip():
         return Path(env).expanduser().absolute()
     return Path.home() / ".cache" / "grid-rbd"
 
@@ -117,37 +169,9 @@ def content_key(files: Mapping[str, str], identity: Mapping[str, Any],
     }).encode())
 
 
-# -- small file helpers ----------------------------------------------------------------
-def _atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` through a sibling temporary file and a rename."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def _read_json(path: Path) -> Any | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-@contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    """Exclusive fcntl.flock on `path` (created if needed); released with the process.
-
-    flock binds the lock to this open file description, so it also excludes other
-    threads of this process (each acquisition opens the file anew)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+def _read_json(path: Path) -> Any:
+    """The JSON in `path` (never through a link); raises OSError / ValueError."""
+    return json.loads(read_text(path))
 
 
 # -- staging owners --------------------------------------------------------------------
@@ -207,7 +231,7 @@ class Owner:
 
 @dataclass(frozen=True)
 class Entry:
-    """A published store entry."""
+    """A published, verified store entry."""
 
     content_key: str
     path: Path
@@ -220,7 +244,8 @@ class Entry:
 
 
 class Store:
-    """One store root. Creating it sweeps dead staging directories."""
+    """One store root. Creating it checks the folders (owned by this user, writable by no
+    one else) and sweeps dead staging directories."""
 
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)
@@ -228,43 +253,138 @@ class Store:
         self.pointers = self.root / "bykey"
         self.staging = self.root / "staging"
         self.locks = self.root / "locks"
+        self.logs = self.root / "logs"
+        self.quarantine_dir = self.root / "quarantine"
         self.manifest_path = self.root / "manifest.json"
         self.manifest_lock = self.root / "manifest.lock"
-        for folder in (self.entries, self.pointers, self.staging, self.locks):
-            folder.mkdir(parents=True, exist_ok=True)
+        secure_folder(self.root, follow=True)
+        for folder in (self.entries, self.pointers, self.staging, self.locks, self.logs,
+                       self.quarantine_dir):
+            secure_folder(folder)
         self.swept = self.sweep_staging()
 
-    # -- entries and pointers --------------------------------------------------------
+    # -- entries ---------------------------------------------------------------------
     def entry_path(self, key: str) -> Path:
+        if not is_digest(key):
+            raise ValueError(f"store key {str(key)[:80]!r} is not a 64-digit hex digest")
         return self.entries / key
 
-    def entry(self, key: str) -> Entry | None:
-        """The published entry `key`, or None when absent or incomplete."""
-        path = self.entry_path(key)
-        if not all((path / name).is_file() for name in ENTRY_FILES):
-            return None
-        meta, build_inputs = _read_json(path / META), _read_json(path / BUILD_INPUTS)
-        if not isinstance(meta, dict) or not isinstance(build_inputs, dict):
-            return None
-        return Entry(key, path, meta, build_inputs)
+    def _content_lock(self, key: str) -> Path:
+        return self.locks / f"content-{key}.lock"
 
-    def read_pointer(self, key: str) -> str | None:
+    def _check(self, key: str, use_cache: bool) -> tuple[list[str], Entry | None]:
+        """(problems, the entry when there are none) of the present entry `key`."""
+        path = self.entry_path(key)
+        problems = verify_folder(path, key, RECORDED_FILES, code=(ARTIFACT,),
+                                 use_cache=use_cache)
+        if problems:
+            return problems, None
         try:
-            text = (self.pointers / key).read_text().strip()
+            meta, build_inputs = _read_json(path / META), _read_json(path / BUILD_INPUTS)
+        except (OSError, ValueError, StoreError) as exc:
+            return [f"metadata cannot be read ({exc})"], None
+        if not isinstance(meta, dict) or not isinstance(build_inputs, dict):
+            return [f"{META} or {BUILD_INPUTS} is not a JSON object"], None
+        recorded = (meta.get("built_from") or {}).get("content_key")
+        if recorded != key:
+            return [f"{META} describes entry {str(recorded)[:80]!r}, not {key}"], None
+        return [], Entry(key, path, meta, build_inputs)
+
+    def verify_entry(self, key: str) -> list[str]:
+        """What is wrong with the published entry `key` ([] when it is sound), re-hashing
+        every file (no cached result). For `grid-rbd verify`: it changes nothing; pass a
+        damaged entry to `quarantine` to move it aside. A key that is not a 64-hex digest
+        or an entry that does not exist is reported as a problem, never raised."""
+        if not is_digest(key):
+            return [f"{str(key)[:80]!r} is not a store key (64 hex digits)"]
+        return self._check(key, use_cache=False)[0]
+
+    def entry(self, key: str, use_cache: bool = True) -> Entry | None:
+        """The verified entry `key`, or None when the store has none. A damaged entry is
+        quarantined and raises `DamagedEntryError` (naming it and what was wrong)."""
+        path = self.entry_path(key)
+        if not os.path.lexists(path):
+            # A rebuild without an atomic swap renames the old entry aside under the
+            # entry's lock: wait for it before concluding there is none.
+            with flock(self._content_lock(key)):
+                if not os.path.lexists(path):
+                    return None
+        problems, entry = self._check(key, use_cache)
+        if entry is not None:
+            return entry
+        moved, problems = self.quarantine(key, problems)
+        if moved is None and not problems:  # sound after all (replaced meanwhile)
+            return self._check(key, use_cache=False)[1]
+        where = f"moved to {moved}" if moved else "left in place (it could not be moved)"
+        raise DamagedEntryError(f"store entry {path} is damaged: {'; '.join(problems)}; "
+                                f"{where}", key, problems, moved)
+
+    def quarantine(self, key: str, problems: list[str] | None = None, force: bool = False
+                   ) -> tuple[Path | None, list[str]]:
+        """Move the entry `key` to `quarantine/` when it (still) fails verification, or
+        with `force` for the given `problems` (e.g. a descriptor that contradicts
+        meta.json, which only loading shows); returns (where it went, its problems).
+        (None, []) when it is sound or absent; `quarantine.json` beside the files says why
+        and when."""
+        path = self.entry_path(key)
+        with flock(self._content_lock(key)):
+            if not os.path.lexists(path):
+                return None, []
+            found = self._check(key, use_cache=False)[0]
+            problems = found + list(problems or []) if force else found
+            if not problems:
+                return None, []
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            dest = self.quarantine_dir / f"{key}-{stamp}-{secrets.token_hex(4)}"
+            try:
+                os.rename(path, dest)
+            except OSError as exc:
+                log.warning("store entry %s is damaged (%s) and could not be moved aside: %s",
+                            path, "; ".join(problems), exc.strerror)
+                return None, problems
+        try:
+            atomic_write(dest / QUARANTINE_NOTE, json.dumps(
+                {"key": key, "problems": problems, "time": stamp}, indent=1) + "\n")
         except OSError:
+            pass
+        log.warning("store entry %s is damaged (%s); moved to %s", path, "; ".join(problems),
+                    dest)
+        return dest, problems
+
+    # -- pointers ----------------------------------------------------------------------
+    def read_pointer(self, key: str) -> str | None:
+        """The content key the stage-1 pointer `key` holds; None when there is none or it
+        holds anything but a store key (a damaged pointer is reported and ignored)."""
+        path = self.pointers / self.entry_path(key).name
+        try:
+            text = read_text(path, limit=4096).strip()
+        except FileNotFoundError:
             return None
-        return text or None
+        except (OSError, UnicodeDecodeError, StoreError) as exc:
+            log.warning("ignoring the unreadable pointer %s (%s)", path, exc)
+            return None
+        if not is_digest(text):
+            log.warning("ignoring the damaged pointer %s: it holds %r, not a store key",
+                        path, text[:80])
+            return None
+        return text
 
     def write_pointer(self, key: str, target: str) -> None:
-        _atomic_write(self.pointers / key, target + "\n")
+        if not is_digest(target):
+            raise ValueError(f"pointer target {target!r} is not a store key")
+        atomic_write(self.pointers / self.entry_path(key).name, target + "\n")
 
     def lookup(self, key: str, identity: Mapping[str, Any]) -> Entry | None:
-        """Follow the stage-1 pointer `key`; honoured only when the entry is complete and
-        its build_inputs.json equals `identity`."""
+        """Follow the stage-1 pointer `key`; honoured only when the entry is sound and its
+        build_inputs.json equals `identity`. A damaged entry is quarantined (and so
+        rebuilt by the caller)."""
         target = self.read_pointer(key)
         if target is None:
             return None
-        entry = self.entry(target)
+        try:
+            entry = self.entry(target)
+        except DamagedEntryError:
+            return None  # reported and quarantined: the caller builds it again
         if entry is None or entry.build_inputs != json.loads(canonical_json(identity)):
             return None
         return entry
@@ -273,59 +393,72 @@ class Store:
     @contextmanager
     def build_lock(self, key: str) -> Iterator[None]:
         """Held by the one process building input key `key`."""
-        with _flock(self.locks / f"{key}.lock"):
+        with flock(self.locks / f"{self.entry_path(key).name}.lock"):
             yield
 
     @contextmanager
     def staging_dir(self) -> Iterator[Path]:
-        """A fresh staging directory owned by this process; removed on exit unless it
-        was published (renamed away)."""
+        """A fresh, private (0700) staging directory owned by this process; removed on
+        exit unless it was published (renamed away)."""
         owner = Owner.current()
         path = self.staging / f"{owner.prefix()}-{secrets.token_hex(6)}"
-        path.mkdir()
-        (path / OWNER).write_text(canonical_json({
+        os.mkdir(path, 0o700)
+        atomic_write(path / OWNER, canonical_json({
             "host": socket.gethostname(), "pid": owner.pid, "start_time": owner.start_time,
             "created": time.time()}) + "\n")
         try:
             yield path
         finally:
-            if path.exists():
+            if os.path.lexists(path):
                 shutil.rmtree(path, ignore_errors=True)
 
     def publish(self, staging: Path, key: str, replace: bool = False) -> Entry:
-        """Rename the finished `staging` directory into `store/<key>`.
+        """Record the integrity of the finished `staging` directory and move it to
+        `store/<key>`.
 
-        An existing entry is kept (and `staging` dropped) unless `replace`: then the old
-        entry is renamed aside, the new one renamed in, and the old one removed. Either
-        rename is atomic; a reader in between finds no entry and waits on the build lock.
-        """
-        (staging / OWNER).unlink(missing_ok=True)
-        missing = [name for name in ENTRY_FILES if not (staging / name).is_file()]
+        An existing sound entry is kept (and `staging` dropped) unless `replace`; a
+        damaged one, or any one with `replace`, is swapped with the new one in one step
+        (the old one, now in `staging`, is removed), so the key never lacks an entry."""
+        for name in (OWNER, INTEGRITY):
+            (staging / name).unlink(missing_ok=True)
+        missing = [name for name in RECORDED_FILES if not (staging / name).is_file()]
         if missing:
             raise RuntimeError(f"staging directory {staging} lacks {missing}")
-        for name in ENTRY_FILES:
+        for name in RECORDED_FILES:
+            os.chmod(staging / name, CODE_MODE if name == ARTIFACT else FILE_MODE)
             with open(staging / name, "rb") as fh:
                 os.fsync(fh.fileno())
+        write_record(staging, key, RECORDED_FILES)
+        os.chmod(staging, 0o700)
         target = self.entry_path(key)
-        with _flock(self.locks / f"content-{key}.lock"):
-            if target.exists():
-                existing = None if replace else self.entry(key)
+        with flock(self._content_lock(key)):
+            if os.path.lexists(target):
+                existing = None if replace else self._check(key, use_cache=True)[1]
                 if existing is not None:
                     shutil.rmtree(staging, ignore_errors=True)
                     return existing
-                aside = self.staging / f"{Owner.current().prefix()}-replaced-{secrets.token_hex(6)}"
-                os.rename(target, aside)
-                os.rename(staging, target)
-                shutil.rmtree(aside, ignore_errors=True)
+                self._replace(staging, target, key)
             else:
                 os.rename(staging, target)
-        entry = self.entry(key)
+            _fsync_folder(self.entries)
+        problems, entry = self._check(key, use_cache=True)
         if entry is None:
-            raise RuntimeError(f"published entry {target} is incomplete")
+            raise StoreError(f"published entry {target} fails its own check: {problems}")
         return entry
 
+    def _replace(self, staging: Path, target: Path, key: str) -> None:
+        """Put `staging` at `target` in place of the entry there (the content lock held)."""
+        if exchange(staging, target):
+            shutil.rmtree(staging, ignore_errors=True)  # the old entry, swapped out
+            return
+        aside = self.staging / f"{Owner.current().prefix()}-replaced-{key}-{secrets.token_hex(4)}"
+        os.rename(target, aside)
+        os.rename(staging, target)
+        shutil.rmtree(aside, ignore_errors=True)
+
     def sweep_staging(self) -> list[Path]:
-        """Remove staging directories whose owner process is gone; returns them."""
+        """Remove staging directories whose owner process is gone (an entry a killed
+        rebuild had renamed aside goes back when its key has none); returns them."""
         swept = []
         try:
             children = list(self.staging.iterdir())
@@ -335,27 +468,107 @@ class Store:
             owner = Owner.parse(path.name)
             if owner is None:
                 try:
-                    stale = time.time() - path.stat().st_mtime > 86400
+                    stale = time.time() - path.lstat().st_mtime > 86400
                 except OSError:
                     continue
                 if not stale:
                     continue
             elif owner.alive():
                 continue
-            shutil.rmtree(path, ignore_errors=True)
+            if path.is_symlink():
+                path.unlink(missing_ok=True)
+            elif not self._restore(path):
+                shutil.rmtree(path, ignore_errors=True)
             swept.append(path)
         return swept
 
+    def _restore(self, path: Path) -> bool:
+        """Put back an entry that a killed rebuild renamed aside (`...-replaced-<key>-`)
+        when its key has no entry; True when it did."""
+        parts = path.name.split("-")
+        if len(parts) < 6 or parts[3] != "replaced" or not is_digest(parts[4]):
+            return False
+        key = parts[4]
+        target = self.entry_path(key)
+        with flock(self._content_lock(key)):
+            if os.path.lexists(target):
+                return False
+            os.rename(path, target)
+        try:
+            self.entry(key)  # verified; quarantined if the killed rebuild left it damaged
+        except DamagedEntryError:
+            pass
+        return True
+
     # -- the manifest ----------------------------------------------------------------
     def read_manifest(self) -> dict[str, dict[str, Any]]:
-        """name -> record ({"content_key", "input_key", ...}); {} when absent."""
-        data = _read_json(self.manifest_path)
-        return data if isinstance(data, dict) else {}
+        """name -> record ({"content_key", "input_key", ...}); {} when there is none yet.
+
+        Raises `StoreError` when manifest.json exists but cannot be read or is not a
+        JSON object of records: the store is never taken for empty."""
+        try:
+            data = _read_json(self.manifest_path)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, StoreError) as exc:
+            raise StoreError(
+                f"the store manifest {self.manifest_path} cannot be read ({exc}); the "
+                "entries themselves are intact: move the file aside and register the "
+                "robots again (nothing is compiled twice)") from None
+        if not isinstance(data, dict) or not all(
+                isinstance(k, str) and isinstance(v, dict) for k, v in data.items()):
+            raise StoreError(f"the store manifest {self.manifest_path} is not a JSON object "
+                             "of name -> record; move it aside and register the robots "
+                             "again (nothing is compiled twice)")
+        return data
 
     def record(self, name: str, record: Mapping[str, Any]) -> None:
         """Set the manifest's record of `name` (read-modify-write under manifest.lock)."""
-        with _flock(self.manifest_lock):
+        with flock(self.manifest_lock):
             manifest = self.read_manifest()
             manifest[name] = dict(record)
-            _atomic_write(self.manifest_path,
-                          json.dumps(manifest, sort_keys=True, indent=1) + "\n")
+            atomic_write(self.manifest_path,
+                         json.dumps(manifest, sort_keys=True, indent=1) + "\n")
+
+    # -- verification of the whole store ---------------------------------------------
+    def verify_all(self) -> dict[str, list[str]]:
+        """Every item of the store and what is wrong with it: keys "manifest.json",
+        "manifest.json:<name>" (each record), "bykey/<key>" (each pointer) and
+        "store/<key>" (each entry), values the problems ([] when sound). Read-only:
+        nothing is moved (see `quarantine`)."""
+        report: dict[str, list[str]] = {}
+        try:
+            manifest = self.read_manifest()
+            report["manifest.json"] = []
+        except StoreError as exc:
+            manifest, report["manifest.json"] = {}, [str(exc)]
+        entries = sorted(p.name for p in self.entries.iterdir())
+        for name, rec in sorted(manifest.items()):
+            problems = [f"{field} {str(rec.get(field))[:80]!r} is not a store key"
+                        for field in ("content_key", "input_key")
+                        if not is_digest(rec.get(field))]
+            if not problems and rec["content_key"] not in entries:
+                problems.append(f"its entry store/{rec['content_key']} does not exist")
+            report[f"manifest.json:{name}"] = problems
+        for pointer in sorted(self.pointers.iterdir()):
+            if pointer.name.startswith("."):
+                continue
+            problems = [] if is_digest(pointer.name) else ["its name is not a store key"]
+            if not problems:
+                target = self.read_pointer(pointer.name)
+                if target is None:
+                    problems.append("it holds no store key")
+                elif target not in entries:
+                    problems.append(f"it points at store/{target}, which does not exist")
+            report[f"bykey/{pointer.name}"] = problems
+        for key in entries:
+            report[f"store/{key}"] = self.verify_entry(key)
+        return report
+
+
+def _fsync_folder(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -29,6 +29,7 @@ from grid_rbd._framework import FrameworkHandle
 from grid_rbd._handle import RobotHandle, bind_arguments, install_methods
 from grid_rbd._methods import METHODS, Dims, Input, Method
 from grid_rbd.jax._autodiff import differentiable
+from grid_rbd.jax._ffi_build import store_root_of
 from grid_rbd.jax._launch import Launcher
 from grid_rbd.jax._targets import ensure_registered
 
@@ -43,7 +44,7 @@ class JaxRobotHandle(FrameworkHandle):
 
     def __init__(self, base: RobotHandle) -> None:
         super().__init__(base)
-        ensure_registered()
+        ensure_registered(store_root_of(base.path))  # the handler lives in the same store
         self._launcher: Launcher | None = None
         self._vjp_functions: dict[tuple, Any] = {}
 

@@ -23,9 +23,10 @@ def _has_cuda_backend() -> bool:
         return False
 
 
-def ensure_registered() -> None:
+def ensure_registered(cache_dir: str | None = None) -> None:
     """Build (first use on this machine) and register the handler (first use in this
-    process). Thread-safe; later calls return at once."""
+    process), cached in the store root `cache_dir` (default: `cache_root()`; the first
+    call of the process decides). Thread-safe; later calls return at once."""
     global _LIBRARY
     if _LIBRARY is not None:
         return
@@ -36,7 +37,7 @@ def ensure_registered() -> None:
 
         from grid_rbd.jax._ffi_build import handler_library
 
-        library = ctypes.cdll.LoadLibrary(str(handler_library()))
+        library = ctypes.cdll.LoadLibrary(str(handler_library(cache_dir)))
         jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(library.grid_rbd_launch_cpu),
                                     platform="cpu")
         if _has_cuda_backend():
