@@ -49,6 +49,7 @@ from sidebyside_common import (  # noqa: E402
     ALGORITHMS,
     DEFAULT_BATCHES,
     cross_check_tolerance,
+    gpu_warmup,
     make_states,
     method_call,
     relative_error,
@@ -311,9 +312,48 @@ def _machine(args: argparse.Namespace) -> dict[str, Any]:
     return info
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _finite(value: Any) -> Any:
+    """The JSON-safe copy of `value`: a non-finite float becomes None (strict JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _result(args: argparse.Namespace, robots: list[dict[str, Any]], peer: dict[str, Any],
+            peer_status: int | None, report: dict[str, Any], latency: list[dict[str, Any]],
+            machine: dict[str, Any]) -> dict[str, Any]:
     import grid_rbd
 
+    return _finite({
+        "kind": "gpu_vs_gridrbd060",
+        "date": datetime.date.today().isoformat(),
+        "what": "ns per item (median of one public call at a time, CUDA events), float32; "
+                "see docs/benchmarks.md",
+        "machine": machine, "device": args.device, "strategy": args.strategy,
+        "ours_version": grid_rbd.__version__, "peer_version": peer.get("peer_version"),
+        "peer_torch": peer.get("torch"), "peer_status": peer_status,
+        "complete": report.get("complete", False),
+        "robots": robots, "algorithms": args.algorithms, "batches": args.batches,
+        "method": {"min_reps": args.min_reps, "min_seconds": args.min_seconds,
+                   "l2_bytes": args.l2_bytes, "seed": args.seed,
+                   "check_batch": args.check_batch, "ref_items": args.ref_items,
+                   "peer_options": "algorithm_list=benchmarked, enable_mujoco_kernels=False, "
+                                   "JAX hidden (no JAX FFI surface built)"},
+        "compile_s": _builds(args.builds),
+        "register_s": {"ours": report["register_s"], "peer": peer.get("register_s", {})},
+        "dims": peer.get("dims", {}),
+        "cross_check": report["cross_check"],
+        "records": _merge(report, peer),
+        "latency": _merge_latency(latency, peer.get("latency", [])),
+        "errors": report["errors"] + [dict(e, side="peer") for e in peer.get("errors", [])],
+    })
+
+
+def cmd_run(args: argparse.Namespace) -> int:
     robots = robot_specs(args.robots)
     args.work.mkdir(parents=True, exist_ok=True)
     peer: dict[str, Any] = {}
@@ -330,38 +370,27 @@ def cmd_run(args: argparse.Namespace) -> int:
             checks = dict(np.load(peer_npz))
     report: dict[str, Any] = {"ours": [], "cross_check": [], "errors": [], "register_s": {}}
     latency: list[dict[str, Any]] = []
+    machine = _machine(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    gpu_warmup(args.device)
     for ri, robot in enumerate(robots):
         t0 = time.perf_counter()
-        h = register_ours(robot, args, "torch")
+        try:
+            h = register_ours(robot, args, "torch")
+        except Exception as exc:  # one robot failing leaves the others' numbers
+            report["errors"].append({"side": "ours", "robot": robot["name"], "phase": "register",
+                                     "error": repr(exc)})
+            continue
         report["register_s"][robot["name"]] = time.perf_counter() - t0
         cross_check(args, robot, ri, h, checks, report)
         time_ours(args, robot, ri, h, report)
         if robot["name"] in args.latency_robots:
             latency += latency_ours(args, robot, ri, h)
-    result = {
-        "kind": "gpu_vs_gridrbd060",
-        "date": datetime.date.today().isoformat(),
-        "what": "ns per item (median of one public call at a time, CUDA events), float32; "
-                "see docs/benchmarks.md",
-        "machine": _machine(args), "device": args.device, "strategy": args.strategy,
-        "ours_version": grid_rbd.__version__, "peer_version": peer.get("peer_version"),
-        "peer_torch": peer.get("torch"), "peer_status": peer_status,
-        "robots": robots, "algorithms": args.algorithms, "batches": args.batches,
-        "method": {"min_reps": args.min_reps, "min_seconds": args.min_seconds,
-                   "l2_bytes": args.l2_bytes, "seed": args.seed,
-                   "check_batch": args.check_batch, "ref_items": args.ref_items,
-                   "peer_options": "algorithm_list=benchmarked, enable_mujoco_kernels=False, "
-                                   "JAX hidden (no JAX FFI surface built)"},
-        "compile_s": _builds(args.builds),
-        "register_s": {"ours": report["register_s"], "peer": peer.get("register_s", {})},
-        "dims": peer.get("dims", {}),
-        "cross_check": report["cross_check"],
-        "records": _merge(report, peer),
-        "latency": _merge_latency(latency, peer.get("latency", [])),
-        "errors": report["errors"] + [dict(e, side="peer") for e in peer.get("errors", [])],
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, default=float) + "\n")
+        partial = _result(args, robots, peer, peer_status, report, latency, machine)
+        args.out.write_text(json.dumps(partial, indent=2) + "\n")  # a checkpoint per robot
+    report["complete"] = True
+    result = _result(args, robots, peer, peer_status, report, latency, machine)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
     if args.plot:
         from plot_bench import plot_file
 
@@ -371,26 +400,39 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    """The short table: ns/item ours and peer, and the speed-up, at the largest batch of
-    each robot; then the cross-check disagreements and the batch-1 host paths."""
-    for r in result["records"]:
-        if r["batch"] != max(result["batches"]) and r["batch"] not in (1,):
-            continue
-        peer = r["peer_ns_per_item"]
-        ratio = f"{r['speedup_vs_peer']:6.2f}x" if r["speedup_vs_peer"] else "     -"
-        theirs = "-" if peer is None else f"{peer:.2f}"
-        print(f"{r['robot']:7s} {r['algorithm']:27s} B={r['batch']:6d} ours "
-              f"{r['ours_ns_per_item']:10.2f}  peer {theirs:>10}  ns/item  {ratio}")
+    """The short table: per robot and algorithm, our ns/item at each batch and the
+    speed-up over the peer (peer time / ours); then cross-check disagreements and the
+    batch-1 host paths."""
+    by_key = {(r["robot"], r["algorithm"], r["batch"]): r for r in result["records"]}
+    batches = result["batches"]
+    print(f"{'robot':7s} {'algorithm':27s} " + " ".join(f"{'B=' + str(b):>18s}" for b in batches)
+          + "   (ours ns/item, speed-up over 0.6.0)")
+    for robot in [r["name"] for r in result["robots"]]:
+        for alg in result["algorithms"]:
+            cells = []
+            for b in batches:
+                r = by_key.get((robot, alg, b))
+                if r is None:
+                    cells.append(f"{'-':>18s}")
+                    continue
+                up = "" if r["speedup_vs_peer"] is None else f"{r['speedup_vs_peer']:5.2f}x"
+                cells.append(f"{r['ours_ns_per_item']:10.2f} {up:>7s}")
+            print(f"{robot:7s} {alg:27s} " + " ".join(cells))
+    checked = [c for c in result["cross_check"] if "agree" in c]
     bad = [c for c in result["cross_check"] if not c.get("agree", True) or "error" in c]
+    print(f"cross-check: {sum(c['agree'] for c in checked)} of {len(checked)} agree")
     for c in bad:
         print(f"cross-check {c['robot']} {c['algorithm']}: ours~peer "
               f"{c.get('rel_ours_vs_peer')} (tol {c.get('tolerance')}), ours~ref "
               f"{c.get('rel_ours_vs_ref')}, peer~ref {c.get('rel_peer_vs_ref')} "
               f"{c.get('error', '')}")
     for r in result["latency"]:
-        print(f"B=1 {r['robot']} {r['surface']:30s} {r['algorithm']:27s} ours "
-              f"{r.get('ours_us_per_call', float('nan')):8.1f} us  peer "
-              f"{r.get('peer_us_per_call', float('nan')):8.1f} us")
+        ours, peer = r.get("ours_us_per_call"), r.get("peer_us_per_call")
+        print(f"B=1 {r['robot']} {r['surface']:30s} {r['algorithm']:26s} ours "
+              f"{'-' if ours is None else f'{ours:8.1f}'} us  peer "
+              f"{'-' if peer is None else f'{peer:8.1f}'} us")
+    if result["errors"]:
+        print(f"{len(result['errors'])} errors, first: {result['errors'][0]}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,6 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sidebyside_common import (  # noqa: E402
     ALGORITHMS,
+    gpu_warmup,
     make_states,
     method_call,
     rotated_sets,
@@ -142,6 +143,7 @@ def cmd_run(request: dict[str, Any], out: Path, check_out: Path) -> int:
         "register_s": {}, "dims": {}, "records": [],
         "latency": [], "errors": []}
     checks: dict[str, np.ndarray] = {}
+    gpu_warmup(request["device"])
     for ri, robot in enumerate(request["robots"]):
         name = robot["name"]
         t0 = time.perf_counter()

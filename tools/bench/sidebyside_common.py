@@ -98,6 +98,20 @@ def summary(seconds: Sequence[float], batch: int) -> dict[str, float]:
             "ns_per_item": median / batch * 1e9, "reps": len(seconds)}
 
 
+def gpu_warmup(device: str, seconds: float = 1.0) -> None:
+    """Busy the GPU for a moment so that its clocks have left idle before the first
+    timing (both processes do this)."""
+    if device != "cuda":
+        return
+    import torch
+
+    a = torch.randn(4096, 4096, device="cuda")
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        a = (a @ a).clamp_(-1, 1)
+        torch.cuda.synchronize()
+
+
 def time_cuda(call: Callable[[Any], Any], sets: Sequence[Any], batch: int,
               min_reps: int = 20, min_seconds: float = 0.1, warmup: int = 3,
               max_reps: int = 2000) -> dict[str, float]:
