@@ -8,10 +8,12 @@
 `RobotHandle`; `get_robot` finds a registered robot by name, `load_robot` opens an
 artifact file directly; `backend="torch"` / `"jax"` return the tensor handles of
 `grid_rbd.torch` / `grid_rbd.jax` (analytic autograd, model-version stamps). The float64
-reference oracle is `grid_rbd.reference`.
+reference oracle is `grid_rbd.reference`; `grid_rbd.interop` converts configurations and
+finds frames the way Pinocchio does. The `grid-rbd` command (`python -m grid_rbd`,
+grid_rbd.cli) registers, inspects, verifies and benchmarks robots from a shell.
 """
 
-__version__ = "0.1.0"
+from grid_rbd._version import __version__
 
 from grid_rbd._handle import RobotHandle  # noqa: E402
 from grid_rbd._register import get_robot, load_robot, register_robot  # noqa: E402

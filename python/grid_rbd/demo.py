@@ -21,7 +21,7 @@ import numpy as np
 import grid_rbd
 import grid_rbd.reference as reference
 
-DEFAULT_URDF = Path(__file__).resolve().parents[2] / "robots/iiwa14/iiwa14.urdf"
+DEFAULT_URDF = Path(__file__).resolve().parent / "data" / "iiwa14.urdf"  # package data
 FLOAT32_DIRECT_TOL = 2e-5  # about 170 eps: a chain of O(depth) transforms and force sums
 
 
