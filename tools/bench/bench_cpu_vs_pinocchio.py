@@ -32,10 +32,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-for sub in ("codegen", "python", "tests"):
-    if str(REPO / sub) not in sys.path:
-        sys.path.insert(0, str(REPO / sub))
 sys.path.insert(0, str(HERE))
+from sidebyside_common import use_tree  # noqa: E402
+
+use_tree(REPO)  # benchmark the checkout this script is in, whatever is installed
 
 from sidebyside_common import (  # noqa: E402
     FLOAT32_EPS,
@@ -63,8 +63,9 @@ def _split_dump(raw: np.ndarray, k: int, nv: int) -> dict[str, np.ndarray]:
 
 
 def prepare(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Per robot: the Pinocchio model as text, the states (float32 values, stored as
-    float64 for Pinocchio and as .npz for ours) and cond(M) on the checked states."""
+    """Per robot: the Pinocchio model as text, the states (float64, in raw rows for
+    Pinocchio and as .npz for ours, which casts them to its dtype) and cond(M) on the
+    checked states."""
     import pinocchio as pin
     from support import ROBOTS, pinocchio_model
 
@@ -75,8 +76,11 @@ def prepare(args: argparse.Namespace) -> list[dict[str, Any]]:
         folder = args.work / name
         folder.mkdir(parents=True, exist_ok=True)
         model.saveToText(str(folder / "model.txt"))
-        s = make_states(model.nq, model.nv, spec.floating_base, args.batch, args.seed + ri)
-        rows = np.concatenate([s["q"], s["qd"], s["qdd"], s["u"]], axis=1).astype(np.float64)
+        s = {k: v.astype(np.float64) for k, v in make_states(
+            model.nq, model.nv, spec.floating_base, args.batch, args.seed + ri).items()}
+        if spec.floating_base:  # unit to float64 rounding, as Pinocchio assumes
+            s["q"][:, 3:7] /= np.linalg.norm(s["q"][:, 3:7], axis=1, keepdims=True)
+        rows = np.concatenate([s["q"], s["qd"], s["qdd"], s["u"]], axis=1)
         np.ascontiguousarray(rows).tofile(folder / "states.bin")
         np.savez(folder / "states.npz", **s)
         data = model.createData()

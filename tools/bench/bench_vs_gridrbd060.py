@@ -40,10 +40,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-for sub in ("codegen", "python", "tests"):
-    if str(REPO / sub) not in sys.path:
-        sys.path.insert(0, str(REPO / sub))
 sys.path.insert(0, str(HERE))
+from sidebyside_common import use_tree  # noqa: E402
+
+use_tree(REPO)  # benchmark the checkout this script is in, whatever is installed
 
 from sidebyside_common import (  # noqa: E402
     ALGORITHMS,

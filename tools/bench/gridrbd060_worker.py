@@ -33,6 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sidebyside_common import (  # noqa: E402
     ALGORITHMS,
+    drop_editable_finders,
     gpu_warmup,
     make_states,
     method_call,
@@ -52,8 +53,7 @@ def import_peer() -> Any:
     An editable install of our project (setuptools' `__editable__` or scikit-build-core's
     `_editable_skbc_` finders) would answer `import grid_rbd` ahead of PYTHONPATH, so
     those finders are dropped from this process first."""
-    sys.meta_path[:] = [f for f in sys.meta_path
-                        if not type(f).__module__.lstrip("_").startswith("editable")]
+    drop_editable_finders()
     sys.modules["jax"] = None  # type: ignore[assignment]  # the peer then skips its JAX surface
     import grid_rbd
 

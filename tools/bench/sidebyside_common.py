@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import math
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,6 +41,26 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
 SOLVES = frozenset({"minv", "forward_dynamics", "aba", "forward_dynamics_gradient"})
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 DEFAULT_BATCHES = (1, 1024, 16384, 65536)
+
+
+def drop_editable_finders() -> None:
+    """Remove editable-install import hooks (setuptools' `__editable__...` and
+    scikit-build-core's `_editable_skbc_...` finders) from this process: they answer
+    `import grid_rbd` ahead of sys.path, so without this a script would import the
+    installed checkout instead of the package its sys.path names."""
+    sys.meta_path[:] = [f for f in sys.meta_path
+                        if not type(f).__module__.lstrip("_").startswith("editable")]
+
+
+def use_tree(repo: Path) -> None:
+    """Import our project from `repo` (the checkout this script lives in): its codegen/,
+    python/ and tests/ first on sys.path, editable hooks of any other checkout gone."""
+    drop_editable_finders()
+    for sub in ("tests", "python", "codegen"):
+        path = str(repo / sub)
+        if path in sys.path:
+            sys.path.remove(path)
+        sys.path.insert(0, path)
 
 
 def make_states(nq: int, nv: int, floating_base: bool, batch: int,
