@@ -7,10 +7,22 @@ import logging
 import numpy as np
 import pinocchio as pin
 import pytest
-from support import ROBOTS, assert_scaled_close
+from support import ROBOTS, assert_scaled_close, example_robot_data_dir
 
 import grid_rbd.reference as reference
 from grid_codegen import JointType, URDFError, parse_urdf
+
+
+def robot_data_path(relative: str):
+    return example_robot_data_dir() / relative
+
+
+def robot_data_has(relative: str) -> bool:
+    try:
+        return robot_data_path(relative).is_file()
+    except FileNotFoundError:
+        return False
+
 
 FULL_INERTIA = 'ixx="0.1" ixy="0.01" ixz="-0.02" iyy="0.2" iyz="0.03" izz="0.3"'
 LIMIT = '<limit lower="-3" upper="3" effort="10" velocity="5"/>'
@@ -183,3 +195,239 @@ def test_bad_urdf_is_refused_naming_file_and_element(tmp_path, case):
 def test_urdf_string_source_is_named():
     with pytest.raises(URDFError, match=r"^<urdf string>:"):
         parse_urdf(_robot(_link("a", -2.0)))
+
+
+# -- names (issue 12): validated where they enter -------------------------------------------
+UNSAFE_NAMES = {
+    "carriage return": "j&#13;x", "line feed": "j&#10;x", "tab": "j&#9;x",
+    "C1 next line": "j&#x85;x", "bidi override": "j&#x202E;x", "zero-width joiner": "j&#x200D;x",
+    "line separator": "j&#x2028;x", "paragraph separator": "j&#x2029;x",
+    "private use": "j&#xE000;x", "empty": "", "too long": "n" * 257,
+}
+PLACES = {
+    "robot": lambda n: _robot(_link("a"), _link("b"), _joint("j", "a", "b")).replace(
+        b'name="test"', f'name="{n}"'.encode()),
+    "link": lambda n: _robot(_link(n), _link("b"), _joint("j", n, "b")),
+    "joint": lambda n: _robot(_link("a"), _link("b"), _joint(n, "a", "b")),
+    "child link": lambda n: _robot(_link("a"), _link("b"), _joint("j", "a", n)),
+    "mimic joint": lambda n: _robot(_link("a"), _link("b"), _joint(
+        "j", "a", "b", extra=LIMIT + f'<mimic joint="{n}"/>')),
+}
+ELEMENT = {"robot": r"<robot> name", "link": r"<link> name", "joint": r"<joint> name",
+           "child link": r"joint 'j': <child> link", "mimic joint": r"joint 'j': <mimic> joint"}
+
+
+@pytest.mark.parametrize("place", sorted(PLACES))
+@pytest.mark.parametrize("kind", sorted(UNSAFE_NAMES))
+def test_unsafe_names_are_refused_naming_the_element(place, kind):
+    data = PLACES[place](UNSAFE_NAMES[kind])
+    with pytest.raises(URDFError, match=rf"^<urdf string>:\d+: {ELEMENT[place]}: ") as info:
+        parse_urdf(data)
+    message = str(info.value)
+    assert message.isprintable(), "the error itself must not carry the unsafe character"
+    expected = {"empty": "is empty", "too long": "is 257 characters long"}.get(
+        kind, "names must be printable text")
+    assert expected in message
+
+
+def test_printable_unicode_and_punctuation_names_are_kept_exactly():
+    names = ["\u00e9l\u00e9ment \u4e2d\u6587", "q&quot;uote\\back*/slash", "??/ #define X 1",
+             "100% sure"]
+    decoded = ["\u00e9l\u00e9ment \u4e2d\u6587", 'q"uote\\back*/slash', "??/ #define X 1",
+               "100% sure"]
+    data = _robot(_link(names[0]), _link(names[1]), _link("c"),
+                  _joint(names[2], names[0], names[1]), _joint(names[3], names[1], "c"))
+    model = parse_urdf(data)
+    assert model.body_names == (decoded[1], "c")
+    assert model.joint_names == (decoded[2], decoded[3])
+    assert model.frames[0].name == decoded[0]
+
+
+def test_nul_byte_and_non_ascii_digits_are_refused():
+    with pytest.raises(URDFError, match=r"NUL byte at offset"):
+        parse_urdf(_robot(_link("a")).replace(b"<link", b"\0<link", 1))
+    for text in ("1_0", "\u0661", "0x10", "1e", "."):
+        with pytest.raises(URDFError, match=r"is not a list of numbers"):
+            parse_urdf(_robot(_link("a", mass=text)))  # type: ignore[arg-type]
+    with pytest.raises(URDFError, match=r"overflows a double"):
+        parse_urdf(_robot(_link("a", mass="1e999")))  # type: ignore[arg-type]
+
+
+def test_error_lines_are_exact_on_the_fast_and_the_checked_path():
+    body = [_link("a"), _link("b"), _joint("j", "a", "b"), _joint("k", "b", "bad")]
+    lines = ['<?xml version="1.0"?>', '<robot name="r">', *body, "",
+             '<link name="bad"><inertial><mass value="-2"/></inertial></link>', "</robot>"]
+    fast = "\n".join(lines).encode()
+    with pytest.raises(URDFError, match=r"^<urdf string>:8: link 'bad': mass -2.0 is negative"):
+        parse_urdf(fast)
+    # A declared encoding outside the ASCII-compatible set takes the checked parser.
+    checked = fast.replace(b'version="1.0"', b'version="1.0" encoding="cp1252"')
+    with pytest.raises(URDFError, match=r"^<urdf string>:8: link 'bad'"):
+        parse_urdf(checked)
+    with pytest.raises(URDFError, match=r"DOCTYPE declarations are refused"):
+        parse_urdf(checked.replace(b"<robot", b'<!DOCTYPE r [<!ENTITY e "x">]><robot', 1))
+
+
+# -- structure at scale: iterative and linear ---------------------------------------------
+def _chain(n: int, seed: int = 0, fixed_every: int = 0) -> bytes:
+    rng = np.random.default_rng(seed)
+    parts = ['<robot name="chain">']
+    for i in range(n + 1):
+        m, c = rng.uniform(0.1, 2.0), rng.uniform(-0.1, 0.1, 3)
+        d = rng.uniform(0.01, 0.1, 3)
+        parts.append(f'<link name="l{i}"><inertial><origin xyz="{c[0]} {c[1]} {c[2]}" '
+                     f'rpy="{c[2]} {c[0]} {c[1]}"/><mass value="{m}"/><inertia ixx="{d[0]}" '
+                     f'ixy="0" ixz="0" iyy="{d[1]}" iyz="0" izz="{d[2]}"/></inertial></link>')
+    for i in range(n):
+        kind = "fixed" if fixed_every and i % fixed_every == fixed_every - 1 else "revolute"
+        a, o = rng.normal(size=3), rng.uniform(-0.2, 0.2, 3)
+        parts.append(f'<joint name="j{i}" type="{kind}"><parent link="l{i}"/>'
+                     f'<child link="l{i + 1}"/><origin xyz="{o[0]} {o[1]} {o[2]}" '
+                     f'rpy="{o[1]} {o[2]} {o[0]}"/><axis xyz="{a[0]} {a[1]} {a[2]}"/>'
+                     f'<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>')
+    return ("\n".join(parts) + "\n</robot>\n").encode()
+
+
+def test_deep_chain_parses_without_recursion_and_matches_pinocchio(tmp_path):
+    import sys
+
+    depth = max(3000, sys.getrecursionlimit() * 3)
+    model = parse_urdf(_chain(depth, fixed_every=5))
+    moving = depth - depth // 5
+    assert model.nv == moving and model.parents == (-1, *range(moving - 1))
+    assert model.joint_names[:4] == ("j0", "j1", "j2", "j3") and "j4" not in model.joint_names
+    # The first 60 bodies' dynamics against Pinocchio on the same URDF prefix.
+    path = tmp_path / "chain.urdf"
+    path.write_bytes(_chain(60, fixed_every=5))
+    ref, pm = reference.load(path), pin.buildModelFromUrdf(str(path))
+    rng = np.random.default_rng(1)
+    q, qd, qdd = (rng.uniform(-1, 1, ref.nv) for _ in range(3))
+    assert_scaled_close(ref.inverse_dynamics(q, qd, qdd),
+                        pin.rnea(pm, pm.createData(), q, qd, qdd)[None], 1e-10, "chain rnea")
+
+
+def test_parse_time_is_linear_in_the_number_of_links():
+    import time
+
+    def seconds(n: int) -> float:
+        data = _chain(n, seed=n, fixed_every=3)
+        start = time.process_time()
+        parse_urdf(data)
+        return time.process_time() - start
+
+    seconds(500)  # warm the caches
+    small, large = min(seconds(1500) for _ in range(2)), seconds(15000)
+    # Ten times the links: linear is about 10x; the old quadratic parser was about 100x.
+    assert large < 25 * small + 0.5, f"1,500 links {small:.2f} s, 15,000 links {large:.2f} s"
+
+
+# -- axes, degrees of freedom ---------------------------------------------------------------
+@pytest.mark.parametrize("axis", ["1e200 0 0", "1e-300 0 0", "5e-324 0 0", "1e308 0 0"])
+def test_extreme_axis_scales_are_the_unit_x_axis(axis):
+    tiny = parse_urdf(_robot(_link("a"), _link("b"), _joint("j", "a", "b", axis=axis)))
+    unit = parse_urdf(_robot(_link("a"), _link("b"), _joint("j", "a", "b", axis="1 0 0")))
+    np.testing.assert_array_equal(tiny.joints[0].axis, [1.0, 0.0, 0.0])
+    robot, plain = reference.ReferenceRobot(tiny), reference.ReferenceRobot(unit)
+    q, qd, u = np.array([[0.3]]), np.array([[-2.0]]), np.array([[0.7]])
+    qdd = robot.forward_dynamics(q, qd, u)
+    assert np.isfinite(qdd).all()
+    np.testing.assert_array_equal(qdd, plain.forward_dynamics(q, qd, u))
+
+
+def test_huge_components_normalise_without_overflow():
+    model = parse_urdf(_robot(_link("a"), _link("b"),
+                              _joint("j", "a", "b", axis="1e308 -1e308 1e308")))
+    np.testing.assert_allclose(model.joints[0].axis, np.array([1.0, -1.0, 1.0]) / np.sqrt(3),
+                               rtol=0, atol=1e-16)
+
+
+def test_zero_dof_models_are_refused_and_a_free_base_is_not_zero_dof():
+    fixed_only = _robot(_link("a"), _link("b"), _joint("j", "a", "b", kind="fixed"))
+    with pytest.raises(URDFError, match=r"robot 'test': has no degree of freedom: every joint "
+                                        r"of the fixed base 'a' is fixed"):
+        parse_urdf(fixed_only)
+    with pytest.raises(URDFError, match=r"has no degree of freedom"):
+        parse_urdf(_robot(_link("lonely")))
+    floating = parse_urdf(fixed_only, floating_base=True)
+    assert (floating.nq, floating.nv, floating.nb) == (7, 6, 1)
+
+
+# -- robots as they come (issue 21, item 3) ---------------------------------------------------
+def _rotated_inertia(moments: tuple[float, float, float]) -> tuple[str, np.ndarray]:
+    R = reference_rotation()
+    I = R @ np.diag(moments) @ R.T
+    attrs = (f'ixx="{I[0, 0]!r}" ixy="{I[0, 1]!r}" ixz="{I[0, 2]!r}" iyy="{I[1, 1]!r}" '
+             f'iyz="{I[1, 2]!r}" izz="{I[2, 2]!r}"')
+    return attrs.replace("np.float64(", "").replace(")", ""), R
+
+
+def reference_rotation() -> np.ndarray:
+    from grid_codegen import rpy_to_matrix
+
+    return rpy_to_matrix(0.4, -0.7, 1.1)
+
+
+def test_small_negative_principal_moment_is_clamped_with_one_warning(caplog):
+    from grid_codegen.urdf import INERTIA_CLAMP_TOLERANCE
+
+    negative = -0.5 * INERTIA_CLAMP_TOLERANCE * 3.0  # half the tolerance of the trace 3.0
+    attrs, R = _rotated_inertia((negative, 1.0, 2.0))
+    data = _robot(_link("base"), f'<link name="arm"><inertial><mass value="2"/>'
+                                 f'<inertia {attrs}/></inertial></link>',
+                  _joint("j", "base", "arm", origin='xyz="0 0 0" rpy="0 0 0"'))
+    with caplog.at_level(logging.WARNING, logger="grid_codegen.urdf"):
+        model = parse_urdf(data)
+    records = [r for r in caplog.records if "negative principal moment" in r.getMessage()]
+    assert len(records) == 1 and "link 'arm'" in records[0].getMessage()
+    # The nearest positive semi-definite inertia: the negative moment set to zero.
+    np.testing.assert_allclose(model.bodies[0].inertia.inertia_com,
+                               R @ np.diag([0.0, 1.0, 2.0]) @ R.T, rtol=0, atol=1e-14)
+    assert np.linalg.eigvalsh(model.bodies[0].inertia.inertia_com).min() > -1e-15
+
+
+def test_larger_negative_moment_stays_an_error():
+    from grid_codegen.urdf import INERTIA_CLAMP_TOLERANCE
+
+    attrs, _ = _rotated_inertia((-2 * INERTIA_CLAMP_TOLERANCE * 3.0, 1.0, 2.0))
+    data = _robot(_link("base"), f'<link name="arm"><inertial><mass value="2"/>'
+                                 f'<inertia {attrs}/></inertial></link>',
+                  _joint("j", "base", "arm"))
+    with pytest.raises(URDFError, match=r"link 'arm': inertia is not positive semi-definite "
+                                        r"\(principal moments -0.006, 1, 2\)"):
+        parse_urdf(data)
+
+
+@pytest.mark.skipif(not robot_data_has("tiago_description/robots/tiago.urdf"),
+                    reason="example-robot-data's tiago is not installed")
+def test_tiago_loads_as_pinocchio_does_with_its_antennas_clamped(caplog):
+    path = robot_data_path("tiago_description/robots/tiago.urdf")
+    with caplog.at_level(logging.WARNING, logger="grid_codegen.urdf"):
+        model = parse_urdf(path, floating_base=True)
+    clamped = sorted(r.getMessage().split("link '")[1].split("'")[0] for r in caplog.records
+                     if "negative principal moment" in r.getMessage())
+    assert clamped == ["base_antenna_left_link", "base_antenna_right_link"]
+    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    assert model.joint_names == tuple(pm.names[1:])
+    for i in range(model.nb):
+        ours, theirs = model.bodies[i].inertia.spatial_matrix(), pm.inertias[i + 1].matrix()
+        if i == 0:  # the base carries both antennas: their clamps, and nothing else
+            delta = ours - theirs
+            assert np.abs(delta[:3]).max() < 1e-12 and np.abs(delta[:, :3]).max() < 1e-12
+            moments = np.linalg.eigvalsh(delta[3:, 3:])  # what the clamps added: PSD
+            np.testing.assert_allclose(moments.sum(), 2 * 3.5348562509602795e-08, rtol=1e-5)
+            assert moments.min() > -1e-13
+        else:
+            np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
+
+
+def test_mimic_warnings_are_one_line_per_robot(caplog):
+    mimics = "".join(f'<mimic joint="j{k}"/>' for k in range(1))
+    data = _robot(_link("a"), _link("b"), _link("c"), _link("d"),
+                  _joint("j0", "a", "b"), _joint("m1", "b", "c", extra=LIMIT + mimics),
+                  _joint("m2", "c", "d", extra=LIMIT + '<mimic joint="m1" multiplier="2"/>'))
+    with caplog.at_level(logging.WARNING, logger="grid_codegen.urdf"):
+        parse_urdf(data)
+    lines = [r.getMessage() for r in caplog.records if "mimic" in r.getMessage()]
+    assert len(lines) == 1
+    assert "2 mimic joints read as independent joints" in lines[0]
+    assert "m1 (mimics j0)" in lines[0] and "m2 (mimics m1)" in lines[0]

@@ -237,7 +237,7 @@ def verify_folder(folder: Path, key: str, names: Sequence[str], code: Sequence[s
     except FileNotFoundError:
         return [f"{folder} does not exist"]
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        if exc.errno == errno.ELOOP or os.path.islink(folder):
             return [f"{folder} is a symbolic link, not an entry folder"]
         return [f"{folder} cannot be opened ({exc.strerror})"]
     problems: list[str] = []

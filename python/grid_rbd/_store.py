@@ -11,7 +11,8 @@ folder owner-only (0700) and never written through a symbolic link:
     staging/<owner>-<token>/ builds in progress (owner = host, pid, process start time)
     locks/<input_key>.lock   one builder per input key; content-<key>.lock per entry
     logs/                    build logs of failed compiles
-    quarantine/<key>-<time>-<token>/   damaged entries moved aside (quarantine.json: why)
+    quarantine/<key>-<time>-<token>/   a damaged entry moved aside (entry/, and
+                             quarantine.json: what was wrong and when)
 
 Keys. The stage-1 input key is the SHA-256 of the canonical JSON of: the URDF bytes'
 digest, the canonical options, the package version, the codegen source digest (every .py
@@ -337,7 +338,10 @@ class Store:
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             dest = self.quarantine_dir / f"{key}-{stamp}-{secrets.token_hex(4)}"
             try:
-                os.rename(path, dest)
+                # The entry (whatever it is: a folder, a link) goes inside a fresh folder
+                # of ours, so the note beside it is never written through a link.
+                os.mkdir(dest, 0o700)
+                os.rename(path, dest / "entry")
             except OSError as exc:
                 log.warning("store entry %s is damaged (%s) and could not be moved aside: %s",
                             path, "; ".join(problems), exc.strerror)
