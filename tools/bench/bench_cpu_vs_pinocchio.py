@@ -156,6 +156,15 @@ def worker(spec_path: Path, out: Path) -> int:
     return 0
 
 
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
 def _cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -181,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-items", type=int, default=8)
     parser.add_argument("--min-reps", type=int, default=20)
     parser.add_argument("--min-seconds", type=float, default=0.2)
+    parser.add_argument("--note", default="", help="free text kept in the JSON (e.g. the "
+                        "commit of a snapshot being measured)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--plot", type=Path)
     args = parser.parse_args(argv)
@@ -223,11 +234,14 @@ def main(argv: list[str] | None = None) -> int:
                         "ours_ns_per_item": o["ns_per_item"],
                         "pinocchio_ns_per_item": p["ns_per_item"],
                         "speedup_vs_pinocchio": p["ns_per_item"] / o["ns_per_item"],
+                        "ours_min_ns_per_item": o["min_us_per_call"] * 1e3 / args.batch,
+                        "pinocchio_min_ns_per_item": p["min_ns_per_item"],
                         "ours_reps": o["reps"], "pinocchio_reps": p["reps"]})
     first = next(iter(pin_runs.values()))
     flags = Path(str(args.harness) + ".flags")
     result = {
         "kind": "cpu_vs_pinocchio", "date": datetime.date.today().isoformat(),
+        "note": args.note, "git_commit": _git_commit(),
         "what": "ns per item over a batch (median of >= 20 passes), see docs/benchmarks.md",
         "machine": {"cpu": _cpu_name(), "cpu_count": os.cpu_count(),
                     "python": platform.python_version(), "host": platform.node(),

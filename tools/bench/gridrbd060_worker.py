@@ -147,7 +147,12 @@ def cmd_run(request: dict[str, Any], out: Path, check_out: Path) -> int:
     for ri, robot in enumerate(request["robots"]):
         name = robot["name"]
         t0 = time.perf_counter()
-        th = register(grid_rbd, robot, request, "torch")
+        try:
+            th = register(grid_rbd, robot, request, "torch")
+        except Exception as exc:  # one robot failing leaves the others' numbers
+            report["errors"].append({"robot": name, "phase": "register", "error": repr(exc)})
+            traceback.print_exc()
+            continue
         report["register_s"][name] = time.perf_counter() - t0
         nq, nv = th.nq, th.nv
         report["dims"][name] = {"nq": nq, "nv": nv, "num_ees": th.num_ees}
@@ -167,7 +172,7 @@ def cmd_run(request: dict[str, Any], out: Path, check_out: Path) -> int:
             for alg in request["algorithms"]:
                 try:
                     t = timer(method_call(th, alg), sets, int(batch),
-                                  int(request["min_reps"]), float(request["min_seconds"]))
+                              int(request["min_reps"]), float(request["min_seconds"]))
                 except Exception as exc:
                     report["errors"].append({"robot": name, "algorithm": alg, "batch": batch,
                                              "phase": "timing", "error": repr(exc)})
@@ -184,7 +189,8 @@ def cmd_run(request: dict[str, Any], out: Path, check_out: Path) -> int:
                 report["latency"] += _latency(grid_rbd, torch, robot, ri, th, request)
             except Exception as exc:
                 report["errors"].append({"robot": name, "phase": "latency", "error": repr(exc)})
-        out.write_text(json.dumps(report, indent=2) + "\n")  # a checkpoint per robot
+        np.savez(check_out, **checks)  # checkpoints per robot
+        out.write_text(json.dumps(report, indent=2) + "\n")
     np.savez(check_out, **checks)
     out.write_text(json.dumps(report, indent=2) + "\n")
     return 0
