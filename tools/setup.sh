@@ -149,11 +149,25 @@ install_lock() {  # install_lock NAME [pip args]: requirements-NAME.lock, once p
 install_lock core
 if [ "$profile" = test ]; then
   install_lock test
+  frameworks_key="frameworks=$(digest "$repo/requirements-frameworks.lock")"
+  if ! has "$frameworks_key"; then
+    # A local torch wheel first (a machine's wheel folder, e.g. a CPU build): pip ranks an
+    # index's hash-matching link above a local file without one, so it would otherwise
+    # fetch the index's default build even where a local wheel meets the pin.
+    torch_pin="$(mktemp)"
+    awk '/^torch==/ {p = 1; print; next} p && /^[^ ]/ {p = 0} p' \
+      "$repo/requirements-frameworks.lock" >"$torch_pin"
+    if "${pip[@]}" --no-index --no-deps -r "$torch_pin" >/dev/null 2>&1; then
+      echo "  torch: a local wheel ($("$venv/bin/python" -m pip show torch 2>/dev/null |
+        sed -n 's/^Version: //p'))"
+    fi
+    rm -f "$torch_pin"
+  fi
   # --no-deps: the lock is complete for the torch it holds, and the CUDA libraries of
   # torch's default build are in their own lock, installed next if that is the build.
   install_lock frameworks --no-deps
-  if "$venv/bin/python" -c 'import sys, torch; sys.exit(torch.version.cuda is None)' 2>/dev/null
-  then
+  if "$venv/bin/python" -c 'import importlib.metadata as m, sys
+sys.exit(not any(r.startswith("nvidia-") for r in m.requires("torch") or ()))'; then
     install_lock frameworks-cuda --no-deps
   fi
   "$venv/bin/python" -m pip check -q >/dev/null 2>&1 ||

@@ -31,6 +31,13 @@ exec "$r/{python}" "$r/{runner}" {files} {args} "$@"
 def _quote(text):
     return "'" + text.replace("'", "'\\''") + "'"
 
+def _expand(ctx, text, targets):
+    """$(rootpath ...) expanded, relative to the test's working directory (the main
+    workspace's runfiles): a file of another repository is `../<repository>/...` there,
+    the same file Python imports, not the legacy `external/<repository>/...` link to it."""
+    value = ctx.expand_location(text, targets)
+    return "../" + value[len("external/"):] if value.startswith("external/") else value
+
 def _grid_pytest_impl(ctx):
     imports = depset(transitive = [d[PyInfo].imports for d in ctx.attr.deps])
     sources = depset(transitive = [d[PyInfo].transitive_sources for d in ctx.attr.deps])
@@ -43,7 +50,7 @@ def _grid_pytest_impl(ctx):
         python = _runfiles_path(ctx, ctx.file._python),
         runner = _runfiles_path(ctx, ctx.file._runner),
         files = " ".join(['"$r/%s"' % _runfiles_path(ctx, f) for f in ctx.files.srcs]),
-        args = " ".join([_quote(ctx.expand_location(a, data)) for a in ctx.attr.args_]),
+        args = " ".join([_quote(_expand(ctx, a, data)) for a in ctx.attr.args_]),
     ), is_executable = True)
 
     runfiles = ctx.runfiles(
@@ -52,7 +59,7 @@ def _grid_pytest_impl(ctx):
     )
     for target in ctx.attr.data + ctx.attr.deps + [ctx.attr._python_config]:
         runfiles = runfiles.merge(target[DefaultInfo].default_runfiles)
-    env = {k: ctx.expand_location(v, data) for k, v in ctx.attr.env.items()}
+    env = {k: _expand(ctx, v, data) for k, v in ctx.attr.env.items()}
     return [
         DefaultInfo(executable = script, runfiles = runfiles),
         testing.TestEnvironment(env),

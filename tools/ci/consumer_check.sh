@@ -69,20 +69,48 @@ grid_robot(
     algorithms = ["inverse_dynamics", "forward_dynamics", "forward_dynamics_gradient"],
 )
 EOF
-# The organisation's own Python test: it must run under the Python Bazel picks for it
-# (its own toolchain, here Bazel's default), never the grid-rbd venv.
-cat >"$ws/BUILD.bazel" <<'EOF'
+# The organisation's own Python: a toolchain of its own, registered in its WORKSPACE, and
+# a py_test that must run with it, not with grid-rbd's venv (grid-rbd registers no Python
+# toolchain that could capture it).
+cat >>"$ws/WORKSPACE" <<'EOF'
+
+register_toolchains("//:org_python_toolchain")
+EOF
+org_python="$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')"
+cat >"$ws/BUILD.bazel" <<EOF
+load("@bazel_tools//tools/python:toolchain.bzl", "py_runtime_pair")
+
+py_runtime(
+    name = "org_python3",
+    interpreter_path = "$org_python",
+    python_version = "PY3",
+    stub_shebang = "#!$org_python",
+)
+
+py_runtime_pair(
+    name = "org_python_pair",
+    py3_runtime = ":org_python3",
+)
+
+toolchain(
+    name = "org_python_toolchain",
+    toolchain = ":org_python_pair",
+    toolchain_type = "@bazel_tools//tools/python:toolchain_type",
+)
+
 py_test(
     name = "own_python_test",
     srcs = ["own_python_test.py"],
     python_version = "PY3",
 )
 EOF
-cat >"$ws/own_python_test.py" <<'EOF'
+cat >"$ws/own_python_test.py" <<EOF
+import os
 import sys
 
-assert "grid-rbd-bazel" not in sys.executable and "grid_python" not in sys.executable, (
-    f"the workspace's own py_test ran with grid-rbd's venv: {sys.executable}")
+assert os.path.realpath(sys.executable) == "$org_python", (
+    f"the workspace's own py_test ran with {sys.executable}, not its toolchain's "
+    "$org_python")
 print("own py_test ran with", sys.executable)
 EOF
 say "workspace $ws: local_repository(grid_rbd) + grid_rbd_workspace(), grid_robot(arm)"
