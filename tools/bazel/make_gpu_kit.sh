@@ -3,12 +3,18 @@
 # (jlink from the installed JDK 17) and the client's shared libraries into one tarball,
 # for a GPU machine that has neither Bazel nor Java nor a network:
 #   tools/bazel/make_gpu_kit.sh [out.tar.xz]      (default .bazelkit/bazelkit.tar.xz)
-# Unpacked at / it gives /usr/bin/bazel-4, its install base /usr/share/bazel, the sandbox
-# tools, /opt/bazelkit/jre and /opt/bazelkit/lib; tools/bazel/gpu_bazel_test.sh uses it.
+# Unpacked at / it gives /usr/bin/bazel-4, its install base /usr/share/bazel (with the rule
+# sets of bazel-rules-cc, bazel-skylib and bazel-platforms that //:workspace.bzl reads:
+# tools/setup.sh installs them first), the sandbox tools, /opt/bazelkit/jre and
+# /opt/bazelkit/lib; tools/bazel/gpu_bazel_test.sh uses it.
 # About 48 MB (xz); .bazelkit/ is git-ignored (carry it to the machine).
 set -euo pipefail
 out="$(realpath -m "${1:-.bazelkit/bazelkit.tar.xz}")"
 jdk="${JDK:-/usr/lib/jvm/java-17-openjdk-amd64}"
+for tree in rules/cc tools/skylib tools/platforms; do
+  [ -d "/usr/share/bazel/$tree" ] ||
+    { echo "no /usr/share/bazel/$tree: run tools/setup.sh (Debian's rule sets) first" >&2; exit 1; }
+done
 root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/usr/bin" "$root/usr/share" "$root/usr/libexec/x86_64-linux-gnu" \
