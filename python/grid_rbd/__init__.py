@@ -13,9 +13,8 @@ finds frames the way Pinocchio does. The `grid-rbd` command (`python -m grid_rbd
 grid_rbd.cli) registers, inspects, verifies and benchmarks robots from a shell.
 """
 
+from grid_rbd._handle import RobotHandle
+from grid_rbd._register import get_robot, load_robot, register_robot
 from grid_rbd._version import __version__
-
-from grid_rbd._handle import RobotHandle  # noqa: E402
-from grid_rbd._register import get_robot, load_robot, register_robot  # noqa: E402
 
 __all__ = ["RobotHandle", "__version__", "get_robot", "load_robot", "register_robot"]
