@@ -104,24 +104,26 @@ def collect_garbage(store: Store, dry_run: bool = False,
         if _age_s(path) < min_age_s:
             out.kept_young += 1
             continue
-        size = folder_size(path)
+        planted = path.is_symlink() or not path.is_dir()  # never followed: removed as is
+        size = 0 if planted else folder_size(path)
         if not dry_run:
-            if is_digest(key):
+            if planted:
+                path.unlink(missing_ok=True)
+            elif is_digest(key):
                 # The entry's lock: no reader is half-way through verifying it.
                 with flock(store._content_lock(key)):
                     shutil.rmtree(path, ignore_errors=True)
-            elif path.is_symlink() or path.is_file():
-                path.unlink(missing_ok=True)
             else:
                 shutil.rmtree(path, ignore_errors=True)
         out.entries.append(key)
         out.bytes_freed += size
     for folder in (store.quarantine_dir, store.logs):
         for path in sorted(folder.iterdir()):
-            out.bytes_freed += folder_size(path) if path.is_dir() else path.lstat().st_size
+            real_dir = path.is_dir() and not path.is_symlink()
+            out.bytes_freed += folder_size(path) if real_dir else path.lstat().st_size
             out.other.append(path)
             if not dry_run:
-                if path.is_dir() and not path.is_symlink():
+                if real_dir:
                     shutil.rmtree(path, ignore_errors=True)
                 else:
                     path.unlink(missing_ok=True)

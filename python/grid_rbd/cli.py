@@ -119,6 +119,17 @@ def _register(name: str, urdf: Path, kwargs: dict[str, Any], force: bool = False
         raise CliError(f"{exc}\ntry --device cpu") from None
 
 
+_BUILD_DEFAULTS = {"floating_base": False, "dtype": "float32", "device": "auto",
+                   "algorithms": None, "ee_joint_names": None, "max_batch_size": 65536,
+                   "runtime_inertia": False, "strategy": None}
+
+
+def _build_options_given(args: argparse.Namespace) -> bool:
+    """Whether any build option differs from its default (then `bench` registers with
+    them instead of timing the robot as it was registered)."""
+    return any(getattr(args, k) != v for k, v in _BUILD_DEFAULTS.items())
+
+
 def cmd_register(args: argparse.Namespace) -> int:
     if args.progress:
         os.environ["GRID_RBD_PROGRESS"] = args.progress
@@ -356,10 +367,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.progress:
         os.environ["GRID_RBD_PROGRESS"] = args.progress
     store = _store(args)
-    if args.urdf is None and args.robot in store.read_manifest() and not args.floating_base:
+    registered = args.robot in store.read_manifest()
+    if registered and args.urdf is None and not _build_options_given(args):
         import grid_rbd
 
-        handle = grid_rbd.get_robot(args.robot, cache_dir=args.cache_dir)
+        handle = grid_rbd.get_robot(args.robot, cache_dir=args.cache_dir)  # as registered
     else:
         handle = _register(args.robot, _urdf_for(args.robot, args.urdf), _register_kwargs(args))
     try:
@@ -395,13 +407,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def _add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--floating-base", action="store_true",
                    help="add a free-flyer root joint (q = [p, quat xyzw, joints])")
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+    p.add_argument("--dtype", choices=("float32", "float64"), default=_BUILD_DEFAULTS["dtype"])
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=_BUILD_DEFAULTS["device"],
                    help="auto: the GPU when one is usable, else the CPU (default)")
     p.add_argument("--algorithms", metavar="A,B", help="comma-separated (default: all)")
     p.add_argument("--ee-joint-names", metavar="J1,J2",
                    help="joints whose frames are the end effectors (default: leaf bodies)")
-    p.add_argument("--max-batch-size", type=int, default=65536)
+    p.add_argument("--max-batch-size", type=int, default=_BUILD_DEFAULTS["max_batch_size"])
     p.add_argument("--runtime-inertia", action="store_true",
                    help="inertias from a per-context table (set_inertia_params)")
     p.add_argument("--strategy", help="the kernel strategy (default: the generator's)")
