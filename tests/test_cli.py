@@ -163,10 +163,17 @@ def test_rm_and_gc_delete_only_what_no_name_reaches(tmp_path):
     orphan.mkdir(mode=0o700)
     (orphan / "robot.so").write_bytes(b"not an artifact")
     os.utime(orphan, (1, 1))  # old enough for gc's default age limit
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("not the store's")
+    planted = root / "store" / ("1" * 64)
+    planted.symlink_to(outside)
+    os.utime(planted, (1, 1), follow_symlinks=False)
     dry = run("gc", "--cache-dir", str(root), "--dry-run")
-    assert "would delete 1 entries" in dry.stdout and orphan.exists()
+    assert "would delete 2 entries" in dry.stdout and orphan.exists()
     run("gc", "--cache-dir", str(root))
     assert not orphan.exists() and shared.exists()
+    assert not planted.is_symlink() and (outside / "precious").is_file()  # not followed
     run("rm", "arm_a", "--cache-dir", str(root))
     assert shared.exists()  # arm_b still refers to it
     gone = run("rm", "arm_b", "--cache-dir", str(root))
