@@ -84,12 +84,19 @@ def secure_folder(path: Path, *, follow: bool = False) -> Path:
     if problem is not None:
         raise StoreError(f"{problem}: another user could replace the code loaded from it; "
                          "use a store of your own (cache_dir= or GRID_RBD_CACHE_DIR)")
-    if st.st_mode & 0o022:
+    if st.st_mode & 0o022 and not _read_only_mount(path):
         if st.st_uid != os.getuid():
             raise StoreError(f"folder {path} is writable by group or others (mode "
                              f"{stat.S_IMODE(st.st_mode):04o}) and not yours to fix")
         os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022)
     return path
+
+
+def _read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def private_folder_problem(path: Path) -> str | None:

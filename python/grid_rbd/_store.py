@@ -51,7 +51,7 @@ import shutil
 import socket
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -261,7 +261,14 @@ class Store:
         secure_folder(self.root, follow=True)
         for folder in (self.entries, self.pointers, self.staging, self.locks, self.logs,
                        self.quarantine_dir):
-            secure_folder(folder)
+            try:
+                secure_folder(folder)
+            except StoreError:
+                raise
+            except OSError:
+                if os.path.lexists(folder):
+                    raise
+                # A read-only store without it: reading needs none of these folders.
         self.swept = self.sweep_staging()
 
     # -- entries ---------------------------------------------------------------------
@@ -307,9 +314,13 @@ class Store:
         if not os.path.lexists(path):
             # A rebuild without an atomic swap renames the old entry aside under the
             # entry's lock: wait for it before concluding there is none.
-            with flock(self._content_lock(key)):
-                if not os.path.lexists(path):
-                    return None
+            try:
+                with flock(self._content_lock(key)):
+                    present = os.path.lexists(path)
+            except OSError:  # a read-only store: no rebuild can be under way in it
+                present = False
+            if not present:
+                return None
         problems, entry = self._check(key, use_cache)
         if entry is not None:
             return entry
@@ -328,7 +339,14 @@ class Store:
         (None, []) when it is sound or absent; `quarantine.json` beside the files says why
         and when."""
         path = self.entry_path(key)
-        with flock(self._content_lock(key)):
+        with ExitStack() as held:
+            try:
+                held.enter_context(flock(self._content_lock(key)))
+            except OSError as exc:  # a read-only store: report, move nothing
+                problems = problems or self._check(key, use_cache=False)[0]
+                log.warning("store entry %s is damaged (%s) and cannot be moved aside: %s",
+                            path, "; ".join(problems), exc.strerror)
+                return None, problems
             if not os.path.lexists(path):
                 return None, []
             found = self._check(key, use_cache=False)[0]
@@ -479,10 +497,13 @@ class Store:
                     continue
             elif owner.alive():
                 continue
-            if path.is_symlink():
-                path.unlink(missing_ok=True)
-            elif not self._restore(path):
-                shutil.rmtree(path, ignore_errors=True)
+            try:
+                if path.is_symlink():
+                    path.unlink(missing_ok=True)
+                elif not self._restore(path):
+                    shutil.rmtree(path, ignore_errors=True)
+            except OSError:  # a read-only store: sweeping is for whoever can write it
+                continue
             swept.append(path)
         return swept
 

@@ -66,6 +66,24 @@ def kill_case(work: Path, compiler: Compiler, phase: str, rebuild: bool = False,
                     + ("" if swap else " (no atomic swap)"), "after": after.outcome}
 
 
+def kill_at_random(work: Path, compiler: Compiler, delay: float, rebuild: bool,
+                   template: Path | None = None) -> dict:
+    """SIGKILL a registration (or a force_rebuild) `delay` seconds after it starts,
+    wherever it is then: the same guarantees as at the named phases."""
+    cache = work / "cache"
+    if rebuild:
+        prepared(work, template, ("tiny", TINY_URDF))
+    child, _ = spawn(cache, compiler, force=rebuild)
+    time.sleep(delay)
+    finished = child.poll() is not None
+    kill(child)
+    check_store(cache, names=("tiny",) if rebuild else ())
+    after = ensure(cache)
+    check_store(cache, names=("tiny",))
+    return {"case": f"kill {'rebuild' if rebuild else 'build'} after {delay:.2f} s",
+            "after": after.outcome, "finished first": finished}
+
+
 def kill_cases(work: Path, compiler: Compiler, cases: list[tuple[str, bool, bool]],
                template: Path | None = None) -> list[dict]:
     """`kill_case` for each (phase, rebuild, swap) of `cases`, the children run side by
