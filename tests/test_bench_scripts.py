@@ -113,7 +113,8 @@ def _gpu_fixture() -> dict:
             for batch in (1, 1024, 65536):
                 ours = scale * 1e4 / batch + 0.2
                 records.append({"robot": robot, "algorithm": alg, "batch": batch,
-                                "ours_ns_per_item": ours, "peer_ns_per_item": 3 * ours})
+                                "ours_ns_per_item": ours, "peer_ns_per_item": 3 * ours,
+                                "speedup_vs_peer": 3.0})
     return {"kind": "gpu_vs_gridrbd060", "date": "2026-12-01", "machine": {"gpu": "test"},
             "robots": [{"name": "iiwa14"}, {"name": "go2"}], "batches": [1, 1024, 65536],
             "algorithms": ["inverse_dynamics", "forward_dynamics_gradient"], "records": records}
@@ -121,7 +122,8 @@ def _gpu_fixture() -> dict:
 
 def _cpu_fixture() -> dict:
     records = [{"robot": robot, "algorithm": alg, "threads": t, "dtype": d, "batch": 1024,
-                "ours_ns_per_item": 100.0 * t, "pinocchio_ns_per_item": 150.0 * t}
+                "ours_ns_per_item": 100.0 * t, "pinocchio_ns_per_item": 150.0 * t,
+                "speedup_vs_pinocchio": 1.5}
                for robot in ("iiwa14", "g1") for alg in ("aba", "inverse_dynamics")
                for t in (1, 2) for d in ("float64", "float32")]
     return {"kind": "cpu_vs_pinocchio", "date": "2026-12-01", "batch": 1024,
@@ -143,3 +145,14 @@ def test_plots_are_drawn_from_json(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"kind": "nope"}))
     with pytest.raises(ValueError, match="kind 'nope'"):
         plot_file(tmp_path / "bad.json", tmp_path / "bad.png")
+
+
+def test_markdown_tables_carry_the_ratios():
+    from plot_bench import markdown_cpu, markdown_gpu
+
+    gpu = markdown_gpu(_gpu_fixture()).splitlines()
+    assert gpu[0] == "| robot | algorithm | B=1 | B=1,024 | B=65,536 |"
+    assert len(gpu) == 2 + 2 * 2 and all(row.count("(3.00x)") == 3 for row in gpu[2:])
+    cpu = markdown_cpu(_cpu_fixture()).splitlines()
+    assert len(cpu) == 2 + 2 * 2 * 2
+    assert cpu[2] == "| iiwa14 | aba | 1 | 150 | 100 (1.50x) | 100 (1.50x) |"

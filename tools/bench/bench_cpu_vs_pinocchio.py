@@ -9,8 +9,10 @@ threads), with `GRID_RBD_NUM_THREADS` and `OMP_NUM_THREADS` set to the thread co
 CPU backend is OpenMP-parallel, so OMP_NUM_THREADS is the knob it honours today), calling
 `inverse_dynamics`, `aba`, `inverse_dynamics_gradient` and `forward_dynamics_gradient`
 with `out=` buffers (Pinocchio's harness stores into per-item arrays too). Both: the
-median over >= 20 passes of the whole batch (after a warm-up pass), per item. Before
-that, both compute on the first `--check-items` states and are compared.
+median over >= 20 passes of the whole batch (after a warm-up pass), per item, in process
+CPU time on one thread (what the core spent, whatever else a shared machine runs) and in
+wall time on several (both are recorded). Before that, both compute on the first
+`--check-items` states and are compared.
 
     .venv/bin/python tools/bench/bench_cpu_vs_pinocchio.py --out RESULT.json --plot docs/X.png
 """
@@ -143,17 +145,41 @@ def worker(spec_path: Path, out: Path) -> int:
             inputs = [s[n] for n in names]
             buf = np.empty_like(fn(*inputs))
             fn(*inputs, out=buf)  # warm-up pass
-            seconds: list[float] = []
+            wall: list[float] = []
+            cpu: list[float] = []
             deadline = time.perf_counter() + spec["min_seconds"]
-            while len(seconds) < spec["min_reps"] or time.perf_counter() < deadline:
-                t0 = time.perf_counter()
+            while len(wall) < spec["min_reps"] or time.perf_counter() < deadline:
+                c0, t0 = time.process_time(), time.perf_counter()
                 fn(*inputs, out=buf)
-                seconds.append(time.perf_counter() - t0)
-            report["timings"][f"{robot['name']}/{alg}"] = summary(seconds, batch)
+                wall.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
+            report["timings"][f"{robot['name']}/{alg}"] = {
+                "wall": summary(wall, batch), "cpu": summary(cpu, batch)}
             k = spec["check_items"]
             report["check"][f"{robot['name']}/{alg}"] = fn(*[x[:k] for x in inputs]).tolist()
     out.write_text(json.dumps(report) + "\n")
     return 0
+
+
+def _record(robot: str, alg: str, pin_alg: str, batch: int, threads: int, dtype: str,
+            ours: dict[str, Any], pin: dict[str, Any]) -> dict[str, Any]:
+    """One comparison. On one thread the headline figures are process CPU time (what the
+    core spent, robust to other load on a shared machine); on several, wall time."""
+    timer = "cpu" if threads == 1 else "wall"
+    o = ours[timer]
+    p_ns = pin["cpu_ns_per_item"] if timer == "cpu" else pin["ns_per_item"]
+    return {
+        "robot": robot, "algorithm": alg, "pinocchio_algorithm": pin_alg, "batch": batch,
+        "threads": threads, "dtype": dtype, "timer": timer,
+        "ours_ns_per_item": o["ns_per_item"], "pinocchio_ns_per_item": p_ns,
+        "speedup_vs_pinocchio": p_ns / o["ns_per_item"],
+        "ours_wall_ns_per_item": ours["wall"]["ns_per_item"],
+        "pinocchio_wall_ns_per_item": pin["ns_per_item"],
+        "ours_min_wall_ns_per_item": ours["wall"]["min_us_per_call"] * 1e3 / batch,
+        "pinocchio_min_wall_ns_per_item": pin["min_ns_per_item"],
+        "ours_cpu_ns_per_item": ours["cpu"]["ns_per_item"],
+        "pinocchio_cpu_ns_per_item": pin["cpu_ns_per_item"],
+        "ours_reps": o["reps"], "pinocchio_reps": pin["reps"]}
 
 
 def _git_commit() -> str | None:
@@ -228,21 +254,14 @@ def main(argv: list[str] | None = None) -> int:
                 for t in threads:
                     o = ours_runs[(dtype, t)]["timings"][f"{r['name']}/{alg}"]
                     p = pin_runs[(r["name"], t)]["results"][pin_alg]
-                    records.append({
-                        "robot": r["name"], "algorithm": alg, "pinocchio_algorithm": pin_alg,
-                        "batch": args.batch, "threads": t, "dtype": dtype,
-                        "ours_ns_per_item": o["ns_per_item"],
-                        "pinocchio_ns_per_item": p["ns_per_item"],
-                        "speedup_vs_pinocchio": p["ns_per_item"] / o["ns_per_item"],
-                        "ours_min_ns_per_item": o["min_us_per_call"] * 1e3 / args.batch,
-                        "pinocchio_min_ns_per_item": p["min_ns_per_item"],
-                        "ours_reps": o["reps"], "pinocchio_reps": p["reps"]})
+                    records.append(_record(r["name"], alg, pin_alg, args.batch, t, dtype, o, p))
     first = next(iter(pin_runs.values()))
     flags = Path(str(args.harness) + ".flags")
     result = {
         "kind": "cpu_vs_pinocchio", "date": datetime.date.today().isoformat(),
         "note": args.note, "git_commit": _git_commit(),
-        "what": "ns per item over a batch (median of >= 20 passes), see docs/benchmarks.md",
+        "what": "ns per item over a batch (median of >= 20 passes; one thread: process CPU "
+                "time, several: wall time), see docs/benchmarks.md",
         "machine": {"cpu": _cpu_name(), "cpu_count": os.cpu_count(),
                     "python": platform.python_version(), "host": platform.node(),
                     "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
@@ -264,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         plot_file(args.out, args.plot)
     for rec in records:
         print(f"{rec['robot']:7s} {rec['algorithm']:27s} {rec['dtype']} {rec['threads']:2d} thr "
+              f"({rec['timer']:4s}) "
               f"ours {rec['ours_ns_per_item']:10.1f}  pinocchio "
               f"{rec['pinocchio_ns_per_item']:10.1f} ns/item  {rec['speedup_vs_pinocchio']:5.2f}x")
     for c in checks:

@@ -1,6 +1,6 @@
 """Plots of the side-by-side benchmark JSON files (matplotlib, no display needed).
 
-    python tools/bench/plot_bench.py RESULT.json --out docs/PLOT.png
+    python tools/bench/plot_bench.py RESULT.json --out docs/PLOT.png [--markdown]
 
 `kind` in the JSON picks the figure:
   gpu_vs_gridrbd060  (bench_vs_gridrbd060.py) one panel per algorithm, ns/item against
@@ -121,7 +121,51 @@ def plot_cpu(result: dict[str, Any], out: Path) -> None:
     plt.close(fig)
 
 
+def markdown_gpu(result: dict[str, Any]) -> str:
+    """Ours ns/item and the speed-up over the peer (peer time / ours) per robot,
+    algorithm and batch."""
+    batches = result["batches"]
+    lines = ["| robot | algorithm | " + " | ".join(f"B={b:,}" for b in batches) + " |",
+             "|---|---|" + "---|" * len(batches)]
+    by_key = {(r["robot"], r["algorithm"], r["batch"]): r for r in result["records"]}
+    for robot in [r["name"] for r in result["robots"]]:
+        for alg in result["algorithms"]:
+            cells = []
+            for b in batches:
+                r = by_key.get((robot, alg, b))
+                if r is None:
+                    cells.append("-")
+                elif r.get("speedup_vs_peer") is None:
+                    cells.append(f"{r['ours_ns_per_item']:.3g}")
+                else:
+                    cells.append(f"{r['ours_ns_per_item']:.3g} ({r['speedup_vs_peer']:.2f}x)")
+            lines.append(f"| {robot} | {alg} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown_cpu(result: dict[str, Any]) -> str:
+    """Pinocchio's and our ns/item (per dtype) and the speed-up, per robot, algorithm and
+    thread count."""
+    dtypes = result.get("dtypes", ["float64"])
+    lines = ["| robot | algorithm | threads | Pinocchio | " +
+             " | ".join(f"ours {d} (speed-up)" for d in dtypes) + " |",
+             "|---|---|---|---|" + "---|" * len(dtypes)]
+    for robot in [r["name"] for r in result["robots"]]:
+        for alg in result["algorithms"]:
+            for t in sorted({r["threads"] for r in result["records"]}):
+                recs = {r["dtype"]: r for r in result["records"] if r["robot"] == robot
+                        and r["algorithm"] == alg and r["threads"] == t}
+                if not recs:
+                    continue
+                pin = next(iter(recs.values()))["pinocchio_ns_per_item"]
+                cells = ["-" if d not in recs else f"{recs[d]['ours_ns_per_item']:.4g} "
+                         f"({recs[d]['speedup_vs_pinocchio']:.2f}x)" for d in dtypes]
+                lines.append(f"| {robot} | {alg} | {t} | {pin:.4g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 PLOTS = {"gpu_vs_gridrbd060": plot_gpu, "cpu_vs_pinocchio": plot_cpu}
+TABLES = {"gpu_vs_gridrbd060": markdown_gpu, "cpu_vs_pinocchio": markdown_cpu}
 
 
 def plot_file(json_path: Path, out: Path) -> None:
@@ -136,10 +180,19 @@ def plot_file(json_path: Path, out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("result", type=Path)
-    parser.add_argument("--out", type=Path, required=True, help="the PNG to write")
+    parser.add_argument("--out", type=Path, help="the PNG to write")
+    parser.add_argument("--markdown", action="store_true", help="print the results table")
     args = parser.parse_args(argv)
-    plot_file(args.result, args.out)
-    print(args.out)
+    if args.out is None and not args.markdown:
+        parser.error("give --out PNG and/or --markdown")
+    if args.out is not None:
+        plot_file(args.result, args.out)
+        print(args.out)
+    if args.markdown:
+        result = json.loads(args.result.read_text())
+        if result.get("kind") not in TABLES:
+            parser.error(f"{args.result}: kind {result.get('kind')!r} has no table")
+        print(TABLES[result["kind"]](result))
     return 0
 
 

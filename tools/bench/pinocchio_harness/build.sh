@@ -33,7 +33,7 @@ cxx="${CXX:-g++}"
 read -r -a opt <<<"${PIN_BENCH_CXXFLAGS:--O3 -march=native}"
 mkdir -p "$(dirname "$output")"
 # The defines are the ones the pinocchio headers target exports (its CMake config).
-cmd=("$cxx" -std=c++17 "${opt[@]}" -DNDEBUG -fopenmp
+cmd=("$cxx" -std=c++17 "${opt[@]}" -DNDEBUG -fopenmp -Wno-deprecated-declarations
   -DBOOST_MPL_LIMIT_LIST_SIZE=30 -DBOOST_MPL_LIMIT_VECTOR_SIZE=30
   -DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS -DBOOST_FUSION_INVOKE_MAX_ARITY=12
   -I"$prefix/include" -isystem "$eigen" "$here/pin_bench.cpp" -o "$output"

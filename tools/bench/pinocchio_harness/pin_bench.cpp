@@ -9,13 +9,16 @@
 // MODEL.txt: a pinocchio::Model saved by `model.saveToText()` (from the Python driver, so
 // the URDF parser's compiled library never meets this binary's -march flags).
 // STATES.bin: B items of float64 [q (nq), v (nv), a (nv), tau (nv)], row-major.
-// Prints one JSON object: the median wall time per pass divided by B, per algorithm.
+// Prints one JSON object, per algorithm: the median and the fastest pass divided by B, in
+// wall time and in process CPU time (the latter, with one thread, is what one core spent,
+// whatever else the machine runs).
 // --dump writes, for the first K items, [tau, ddq, dtau_dq, dtau_dv, ddq_dq, ddq_dv]
 // (matrices row-major) as float64, for the driver's cross-check.
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -118,8 +121,19 @@ struct Outputs {
 
 using ItemFn = std::function<void(Data&, int)>;
 
-// Runs `fn` on every item once (one pass), on `threads` threads; returns seconds.
-double one_pass(const ItemFn& fn, std::vector<Data>& datas, int batch, int threads) {
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+struct Seconds {
+  double wall, cpu;
+};
+
+// Runs `fn` on every item once (one pass), on `threads` threads.
+Seconds one_pass(const ItemFn& fn, std::vector<Data>& datas, int batch, int threads) {
+  const double c0 = cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   if (threads == 1) {
     for (int i = 0; i < batch; ++i) fn(datas[0], i);
@@ -133,28 +147,34 @@ double one_pass(const ItemFn& fn, std::vector<Data>& datas, int batch, int threa
 #endif
     }
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {wall, cpu_seconds() - c0};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct Timing {
-  double median_s, min_s;
+  double median_s, min_s, median_cpu_s, min_cpu_s;
   int reps;
 };
 
 Timing time_passes(const ItemFn& fn, std::vector<Data>& datas, int batch, const Args& args) {
   one_pass(fn, datas, batch, args.threads);  // warm-up: caches, page faults, thread pool
-  std::vector<double> seconds;
+  std::vector<double> wall, cpu;
   double spent = 0;
-  while (int(seconds.size()) < args.min_reps || spent < args.min_seconds) {
-    seconds.push_back(one_pass(fn, datas, batch, args.threads));
-    spent += seconds.back();
-    if (seconds.size() >= 100000) break;
+  while (int(wall.size()) < args.min_reps || spent < args.min_seconds) {
+    const Seconds s = one_pass(fn, datas, batch, args.threads);
+    wall.push_back(s.wall);
+    cpu.push_back(s.cpu);
+    spent += s.wall;
+    if (wall.size() >= 100000) break;
   }
-  std::vector<double> sorted = seconds;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  return {median, sorted.front(), int(n)};
+  return {median(wall), *std::min_element(wall.begin(), wall.end()), median(cpu),
+          *std::min_element(cpu.begin(), cpu.end()), int(wall.size())};
 }
 
 void store_gradient(double* out, const Eigen::MatrixXd& d_dq, const Eigen::MatrixXd& d_dv,
@@ -226,7 +246,9 @@ int main(int argc, char** argv) {
     const Timing t = time_passes(algorithms[k].second, datas, B, args);
     json << (k ? ", " : "") << "\"" << algorithms[k].first << "\": {\"ns_per_item\": "
          << t.median_s / B * 1e9 << ", \"min_ns_per_item\": " << t.min_s / B * 1e9
-         << ", \"reps\": " << t.reps << "}";
+         << ", \"cpu_ns_per_item\": " << t.median_cpu_s / B * 1e9
+         << ", \"min_cpu_ns_per_item\": " << t.min_cpu_s / B * 1e9 << ", \"reps\": " << t.reps
+         << "}";
   }
   json << "}}";
   std::cout << json.str() << std::endl;
