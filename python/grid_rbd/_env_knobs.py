@@ -7,6 +7,11 @@ here and read through `knob`.
 
 Variables that do not change a build, and so are not knobs: `GRID_RBD_CACHE_DIR` (where
 the store lives) and `GRID_RBD_PROGRESS` (how a cold build reports its phases).
+
+The rest of the environment never reaches the compiler: it runs with the environment
+`grid_codegen.compile.compile_environment` builds from nothing (docs/security.md), and the
+one variable passed through, `LD_LIBRARY_PATH`, enters the build identity beside these
+knobs (`compile_env` in build_inputs.json).
 """
 
 from __future__ import annotations

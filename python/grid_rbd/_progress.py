@@ -36,7 +36,9 @@ class Progress:
 
     def __init__(self, label: str, total_phases: int, stream: TextIO | None = None,
                  mode: str | None = None) -> None:
-        self.label = label
+        # Shown on a terminal: whatever the caller passed, nothing in it may move the
+        # cursor or end the line (registration names are validated; this is the backstop).
+        self.label = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in label)
         self.total = total_phases
         self.stream = stream if stream is not None else sys.stderr
         mode = mode or _mode()
