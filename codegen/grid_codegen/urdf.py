@@ -147,7 +147,8 @@ def _read_inertia(doc: XmlDocument, link: ET.Element, name: str) -> _LinkInertia
     # The closed form is exact to a few ulps of the largest entry; only a matrix near
     # the boundary (or one that overflowed it) needs the careful decomposition.
     moments = axes = None
-    if not smallest > 1e-9 * scale:
+    diagonal = ixy == 0.0 and ixz == 0.0 and iyz == 0.0  # exact moments: no decomposition
+    if not smallest > 1e-9 * scale and not (diagonal and smallest >= -_ROUNDOFF * scale):
         eigenvalues, eigenvectors = np.linalg.eigh(I)
         if eigenvalues[0] < -_ROUNDOFF * scale:
             moments, axes = eigenvalues, eigenvectors
