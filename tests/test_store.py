@@ -408,3 +408,27 @@ def test_a_missing_framework_is_named(tmp_path, monkeypatch):
                                               rf"'\.\[{backend}\]'\)"):
             grid_rbd.register_robot("r", urdf_path=IIWA, backend=backend, device="cpu",
                                     cache_dir=tmp_path / "cache")
+
+
+def test_warm_hits_verify_from_the_per_process_cache(tmp_path, cxx, monkeypatch):
+    """The entry is hashed when it is published; a warm hit re-hashes nothing, and a file
+    whose identity changed (here: its mtime) is hashed again before it is used."""
+    from grid_rbd import _integrity
+
+    cache = tmp_path / "cache"
+    first = ensure(cache)
+    hashed: list[int] = []
+    real = _integrity.fd_digest
+
+    def counting(fd: int) -> str:
+        hashed.append(fd)
+        return real(fd)
+
+    monkeypatch.setattr(_integrity, "fd_digest", counting)
+    assert ensure(cache).outcome == "hit" and hashed == []
+    so = first.entry_dir / "robot.so"
+    os.utime(so, ns=(so.stat().st_atime_ns, so.stat().st_mtime_ns + 1000))
+    assert ensure(cache).outcome == "hit" and len(hashed) == 1
+    record = json.loads((first.entry_dir / "integrity.json").read_text())
+    assert record["key"] == first.content_key
+    assert record["files"]["robot.so"]["size"] == so.stat().st_size
