@@ -180,9 +180,13 @@ def test_input_validation_messages(handles, refs):
     with pytest.raises(ValueError, match=r"qd is not C-contiguous; pass "
                                          r"np.ascontiguousarray\(qd\)"):
         h.forward_dynamics(q, np.asfortranarray(qd), u)
-    with pytest.raises(ValueError, match=r"q must be 2-D \(B, 7\) with the batch on axis 0; "
-                                         r"got shape \(7,\)"):
-        h.crba(q[0])
+    with pytest.raises(ValueError, match=r"q must be \(B, 7\) with the batch on axis 0, or "
+                                         r"\(7,\) for a single state; got shape \(4, 1, 7\)"):
+        h.crba(q[:, None, :])
+    with pytest.raises(ValueError, match=r"^qd is a single state but q is batched; pass every "
+                                         r"input as a single state \(1-D\) or every input "
+                                         r"batched \(2-D\)$"):
+        h.forward_dynamics(q, qd[0], u)
     with pytest.raises(ValueError, match=r"^u has batch 3; q has batch 4"):
         h.forward_dynamics(q, qd, u[:3])
     with pytest.raises(TypeError, match="q must be a numpy.ndarray"):
@@ -322,15 +326,112 @@ def test_default_context_close_and_recreate(handles, refs):
     h, ref = _get(handles, refs, "iiwa14-rt")
     modified, table = _modified_iiwa()
     s, _ = _states(ref, h.dtype)
+    h.close_arena()  # start from no default incarnation, whatever earlier tests left
+    owners = h._artifact.default_owners
     h.set_inertia_params(table)
     assert_scaled_close(h.crba(s.q), modified.crba(s.q), 1e-9, "mutated default context")
     version = h.model_version
-    h.close()
-    h.close()  # idempotent
+    other = grid_rbd.load_robot(h.path)  # a second owner of the same default context
+    assert h._artifact.default_owners == owners + 1
+    other.close()
+    other.close()  # idempotent: one share given back once
+    assert h._artifact.default_owners == owners
+    # h still shares it: the mutation survives the other handle's close.
+    assert h._artifact.is_open(0) and h.model_version == version
+    assert_scaled_close(h.crba(s.q), modified.crba(s.q), 1e-9, "after another handle closed")
+    # close_arena closes it whatever the shares; the next call re-creates it (a new epoch).
+    h.close_arena()
     assert not h._artifact.is_open(0)
     assert_scaled_close(h.crba(s.q), ref.crba(s.q), 1e-9, "re-created default context")
-    assert h._artifact.is_open(0) and h.model_version > version
-    assert not h.closed
+    assert h.model_version > version and not h.closed
+
+
+def test_the_last_share_closes_the_default_context(handles, refs, cache):
+    h, ref = _get(handles, refs, "iiwa14-rt")
+    artifact = h._artifact
+    s, _ = _states(ref, h.dtype)
+    artifact.close_arena()
+    base = artifact.default_owners
+    a, b = grid_rbd.get_robot("iiwa14-rt", cache_dir=cache), grid_rbd.load_robot(h.path)
+    assert artifact.default_owners == base + 2
+    a.crba(s.q)
+    first = artifact.default_context()
+    with a, b:  # two `with` blocks over one default context
+        pass
+    assert artifact.default_owners == base
+    if base == 0:  # no other default handle of this artifact holds a share
+        assert not artifact.is_open(first)
+    # A closed default handle takes a share again on its next call.
+    assert_scaled_close(a.crba(s.q), ref.crba(s.q), 1e-9, "after close")
+    assert artifact.default_owners == base + 1
+    del a, b
+    import gc
+
+    gc.collect()  # a collected handle gives its share back
+    assert artifact.default_owners == base
+
+
+# -- single states, the checked path, out= layout ------------------------------------------
+@pytest.mark.parametrize("config", ["iiwa14-f64", "go2-f64"])
+def test_single_states_are_1d_in_and_out(handles, refs, config):
+    h, ref = _get(handles, refs, config)
+    s, cast = _states(ref, h.dtype, batch=3)
+    for algorithm in ALGORITHMS:
+        inputs, expected = reference_case(ref, algorithm, s, f_ext=algorithm in FEXT_ALGORITHMS)
+        one = [None if x is None else cast(x)[1] for x in inputs]
+        got = getattr(h, algorithm)(*one)
+        assert got.shape == expected.shape[1:], algorithm
+        assert_scaled_close(got[None], expected[1:2], tolerance(h.dtype, algorithm, ref, s.q),
+                            f"{config} {algorithm} on a single state")
+    q, qd, u = cast(s.q)[0], cast(s.qd)[0], cast(s.u)[0]
+    flat = np.empty(2 * h.nv * h.nv, h.dtype)
+    view = h.forward_dynamics_gradient(q, qd, u, out=flat)
+    assert view.shape == (h.nv, 2 * h.nv) and view.base is flat
+    np.testing.assert_array_equal(view, h.forward_dynamics_gradient(q, qd, u))
+    batched_out = np.empty((1, h.nv), h.dtype)
+    assert h.fd(q, qd, u, out=batched_out).shape == (h.nv,)
+    with pytest.raises(ValueError, match=r"^u is a single state but q is batched"):
+        h.fd(cast(s.q), cast(s.qd), u)
+
+
+def test_the_checked_path_gives_the_fast_paths_numbers(handles, refs):
+    """A call the C++ fast path declines (here a numpy-scalar gravity) runs through the
+    Python checked path with the same numbers; keywords in any order, explicit None and
+    numpy subclasses take the fast path."""
+    h, ref = _get(handles, refs, "iiwa14-f64")
+    s, _ = _states(ref, h.dtype)
+    fast = h.forward_dynamics(s.q, s.qd, s.u, gravity=-3.0)
+    assert h._fast["forward_dynamics"]((s.q, s.qd, s.u), {"gravity": -3.0}) is not None
+    scalar = {"gravity": np.float32(-3.0)}
+    assert h._fast["forward_dynamics"]((s.q, s.qd, s.u), scalar) is None  # declined
+    np.testing.assert_array_equal(h.forward_dynamics(s.q, s.qd, s.u, **scalar), fast)
+    np.testing.assert_array_equal(h.forward_dynamics(s.q.view(_Sub), s.qd, s.u, gravity=-3.0),
+                                  fast)
+    np.testing.assert_array_equal(h.forward_dynamics(u=s.u, q=s.q, qd=s.qd, f_ext=None,
+                                                     gravity=-3.0), fast)
+    assert_scaled_close(fast, ref.forward_dynamics(s.q, s.qd, s.u, None, -3.0), 1e-9, "fast")
+
+
+class _Sub(np.ndarray):
+    """A numpy subclass (the fast path takes base ndarrays only)."""
+
+
+def test_gradient_out_is_row_major_per_item(handles, refs):
+    """The gradient out= layout (docs/runtime.md): item b of a flat (B, 2*nv*nv) buffer
+    holds the (nv, 2*nv) matrix row after row, [d/dq | d/dqd] within each row, and the
+    returned view is C-contiguous."""
+    h, ref = _get(handles, refs, "iiwa14-f64")
+    s, _ = _states(ref, h.dtype, batch=5)
+    nv = h.nv
+    flat = h.pinned_empty((5, 2 * nv * nv))
+    view = h.inverse_dynamics_gradient(s.q, s.qd, s.qdd, out=flat)
+    expected = ref.inverse_dynamics_gradient(s.q, s.qd, s.qdd)
+    assert view.flags.c_contiguous and view.base is flat
+    for b in (0, 4):
+        for i in (0, nv - 1):
+            row = flat[b, i * 2 * nv:(i + 1) * 2 * nv]
+            assert_scaled_close(row[None], expected[b, i][None], 1e-9, f"item {b} row {i}")
+    assert_scaled_close(flat.reshape(5, nv, 2 * nv), expected, 1e-9, "row-major items")
 
 
 def test_device_cuda_without_gpu_raises(tmp_path):

@@ -382,9 +382,13 @@ def test_input_validation(handles, refs):
     with pytest.raises(ValueError, match=r"u has dtype float32; this robot computes in float64 "
                                          r"\(pass u.astype\(jnp.float64\)"):
         h.forward_dynamics(q, qd, jnp.asarray(u, jnp.float32))
-    with pytest.raises(ValueError, match=r"q must be \(B, 7\) with the batch on axis 0; got "
-                                         r"shape \(7,\)"):
-        h.crba(q[0])
+    with pytest.raises(ValueError, match=r"q must be \(B, 7\) with the batch on axis 0, or "
+                                         r"\(7,\) for a single state; got shape \(4, 1, 7\)"):
+        h.crba(q[:, None, :])
+    with pytest.raises(ValueError, match=r"^u is a single state \(1-D\) but q is batched"):
+        h.forward_dynamics(q, qd, u[0])
+    with pytest.raises(ValueError, match=r"^qd is 2-D but q is a single state"):
+        h.forward_dynamics(q[0], qd, u[0])
     with pytest.raises(ValueError, match=r"^u has batch 3; q has batch 4"):
         h.forward_dynamics(q, qd, u[:3])
     with pytest.raises(TypeError, match="q must be a jax.Array or numpy.ndarray"):
@@ -515,12 +519,21 @@ def _typedef(text: str) -> str:
     return " ".join(block.split())
 
 
+def _call_typedef(text: str) -> str:
+    block = re.search(r"typedef struct grid_rbd_bridge_call \{.*?\} grid_rbd_bridge_call;",
+                      text, re.S).group(0)
+    return " ".join(re.sub(r"/\*.*?\*/|//[^\n]*", "", block, flags=re.S).split())
+
+
 def test_handler_declares_the_runtimes_bridge():
     header = (REPO / "runtime/include/grid_rbd/bridge.h").read_text()
     handler = _ffi_build.SOURCE.read_text()
     assert _typedef(handler) == _typedef(header), "ffi_handler.cc drifted from bridge.h"
+    assert _call_typedef(handler) == _call_typedef(header), "grid_rbd_bridge_call drifted"
     version = re.search(r"#define GRID_RBD_BRIDGE_VERSION (\d+)", header).group(1)
     assert f"constexpr int32_t kBridgeVersion = {version};" in handler
+    inputs = re.search(r"#define GRID_RBD_BRIDGE_MAX_INPUTS (\d+)", header).group(1)
+    assert f"#define GRID_RBD_BRIDGE_MAX_INPUTS {inputs}" in handler
     from grid_rbd import _core
 
     assert _core.bridge_address() != 0
@@ -586,3 +599,81 @@ def test_reverse_mode_only(handles, refs):
         jax.grad(lambda q: jax.grad(loss)(q).sum())(s.q)
     with pytest.raises(ValueError, match="cannot be differentiated"):  # forward-only method
         jax.grad(lambda q: h.crba(q).sum())(s.q)
+
+
+# -- single states, one stamp read, command buffers ----------------------------------------
+def test_single_states_are_1d_in_and_out(handles, refs):
+    h, ref = _get(handles, refs, "go2")
+    s = _states(ref, batch=2, seed=14)
+    for method in ("crba", "forward_dynamics_gradient"):
+        inputs, expected = reference_case(ref, method, s, f_ext=method != "crba")
+        one = [None if x is None else x[1] for x in inputs]
+        got = getattr(h, method)(*one)
+        assert got.shape == expected.shape[1:]
+        _close(np.asarray(got)[None], expected[1:], f"{method} on a single state")
+    q, qd, u = s.q[0], s.qd[0], s.u[0]
+    value = jax.jit(h.fd)(q, qd, u)
+    assert value.shape == (h.nv,)
+    _close(np.asarray(value)[None], ref.forward_dynamics(s.q, s.qd, s.u)[:1], "jit, 1-D")
+    grad = jax.grad(lambda q: h.fd(q, qd, u).sum())(q)
+    batched = jax.grad(lambda q: h.fd(q, s.qd[:1], s.u[:1]).sum())(s.q[:1])
+    assert grad.shape == (h.nq,)
+    _close(np.asarray(grad)[None], batched, "grad on a single state")
+    per_state = jax.vmap(lambda q, qd, u: h.fd(q, qd, u))(s.q, s.qd, s.u)
+    _close(per_state, ref.forward_dynamics(s.q, s.qd, s.u), "vmap over single states")
+
+
+def test_a_forward_dynamics_backward_is_one_call(handles, refs):
+    """Its two launches (the gradient and M^-1 ct) are one FFI call: one admission and
+    one stamp read (the jaxpr of the backward holds a single grid_rbd call)."""
+    h, ref = _get(handles, refs, "iiwa14")
+    s = _states(ref, batch=2, seed=15)
+    grad = jax.grad(lambda u: h.fd(s.q, s.qd, u).sum())
+    text = str(jax.make_jaxpr(grad)(s.u))
+    assert text.count("ffi_call") == 2, text  # the forward, then one backward group
+    expected = np.einsum("bij,bj->bi", ref.minv(s.q), np.ones_like(s.u))
+    _close(grad(s.u), expected, "du = M^-1 ct from the grouped backward")
+
+
+def test_the_graphable_view(handles, refs):
+    """On a CPU artifact the command-buffer view computes what the handle computes and
+    keeps the stamp rules (the CUDA graph capture itself runs in the GPU session)."""
+    h, ref = _get(handles, refs, "iiwa14")
+    g = h.graphable()
+    assert g.command_buffers and not h.command_buffers and g.ctx_id == h.ctx_id
+    s = _states(ref, batch=3, seed=16)
+    _close(jax.jit(g.fd)(s.q, s.qd, s.u), ref.forward_dynamics(s.q, s.qd, s.u), "graphable")
+    dq = jax.grad(lambda q: g.fd(q, s.qd, s.u).sum())(s.q)
+    _close(dq, ref.forward_dynamics_gradient(s.q, s.qd, s.u)[:, :, :h.nv].sum(axis=1),
+           "graphable grad")
+    with g.context() as ctx:
+        assert ctx.command_buffers
+        qdd, vjp = jax.vjp(ctx.fd, s.q, s.qd, s.u)
+        jax.block_until_ready(qdd)
+        ctx.set_inertia_params(ctx.get_inertia_params())
+        with pytest.raises(RUNTIME_ERRORS, match=MUTATED):
+            jax.block_until_ready(vjp(jnp.ones_like(qdd)))
+
+
+@pytest.mark.gpu
+def test_gpu_command_buffers_replay_and_follow_mutations(handles, refs):
+    """With XLA forced to put custom calls into command buffers, a jitted function of the
+    graphable view replays correctly, follows set_inertia_params (tables are updated in
+    place) and a jitted grad across a mutation differentiates the new model."""
+    if not _jax_on_gpu():
+        pytest.skip("JAX has no CUDA backend here (jax[cuda] and a GPU are needed)")
+    h, ref = _get(handles, refs, "iiwa14")
+    s = _states(ref, batch=8, seed=17)
+    with h.graphable().context() as g:
+        step = jax.jit(lambda q, qd, u: g.fd(q, qd, u) * 2.0 + 1.0)
+        for _ in range(3):
+            _close((np.asarray(step(s.q, s.qd, s.u)) - 1.0) / 2.0,
+                   ref.forward_dynamics(s.q, s.qd, s.u), "command-buffer replay")
+        table = g.get_inertia_params()
+        table[:, 0] *= 1.5
+        g.set_inertia_params(table)
+        grad = jax.jit(jax.grad(lambda u: g.fd(s.q, s.qd, u).sum()))
+        jax.block_until_ready(grad(s.u))
+        assert g.numpy.fd(s.q, s.qd, s.u).shape == (8, h.nv)
+        _close((np.asarray(step(s.q, s.qd, s.u)) - 1.0) / 2.0, g.numpy.fd(s.q, s.qd, s.u),
+               "replay after a mutation follows the new table")

@@ -329,7 +329,7 @@ def test_a_closing_context_refuses_new_calls(go2, go2_ref):
 
 
 # -- device profile ------------------------------------------------------------------------
-def test_device_profile(go2, monkeypatch):
+def test_device_profile(go2, go2_ref, monkeypatch):
     info = go2.info
     explicit = go2.device_profile(go2.create_context(workspace_slots=5))
     assert explicit["is_gpu"] is False and explicit["device_arch"] == "cpu"
@@ -339,14 +339,162 @@ def test_device_profile(go2, monkeypatch):
     assert explicit["total_memory"] >= explicit["free_memory"] > 0
     assert explicit["multiprocessors"] >= 1 and explicit["shared_memory_optin"] == 0
     assert (explicit["workspace_slots"], explicit["workspace_slots_source"]) == (5, "explicit")
-    assert explicit["caller_owned_slab"] is False and explicit["arena_bytes"] == 0
+    # The ABI 3 kernels need no global workspace; the arena holds the inertia table.
+    assert explicit["workspace_bytes"] == 0
+    assert explicit["arena_bytes"] == 10 * go2_ref.nb * 8 and not explicit["caller_owned_slab"]
+    assert explicit["own_stream"] is False and explicit["stream_note"] == ""  # no CPU streams
     monkeypatch.setenv("GRID_WORKSPACE_TIMESTEP_SLOTS", "7")
     env = go2.device_profile(go2.create_context())
     assert (env["workspace_slots"], env["workspace_slots_source"]) == (7, "environment")
     cap = go2.device_profile(go2.create_context(workspace_slots=3))
     assert (cap["workspace_slots"], cap["workspace_slots_source"]) == (3, "explicit")
+    for hostile in ("-4", "7x", " 7", "1e9", "99999999999"):
+        monkeypatch.setenv("GRID_WORKSPACE_TIMESTEP_SLOTS", hostile)
+        ignored = go2.device_profile(go2.create_context())
+        assert ignored["workspace_slots_source"] == "auto", hostile
     monkeypatch.delenv("GRID_WORKSPACE_TIMESTEP_SLOTS")
     auto = go2.device_profile(0)
-    assert (auto["workspace_slots"], auto["workspace_slots_source"]) == (0, "auto")
+    assert (auto["workspace_slots"], auto["workspace_slots_source"]) == (info["max_batch"],
+                                                                        "auto")
     with pytest.raises(ValueError, match="workspace_slots must be >= 0"):
         go2.create_context(workspace_slots=-1)
+
+
+def test_workspace_fit_policy():
+    """explicit > environment > auto; auto fits a quarter of the free memory; never more
+    slots than max_batch."""
+    fit = _core.fit_workspace
+    assert fit(0, None, 0, 1 << 30, 512) == {"slots": 512, "source": "auto",
+                                             "bytes_per_slot": 0, "bytes": 0}
+    assert fit(0, None, 1000, 400_000, 512) == {"slots": 100, "source": "auto",
+                                                "bytes_per_slot": 1000, "bytes": 100_000}
+    assert fit(0, None, 1000, 1_000, 512)["slots"] == 1  # at least one slot
+    assert fit(0, "64", 1000, 400_000, 512)["slots"] == 64  # the environment beats auto
+    assert fit(8, "64", 1000, 400_000, 512) == {"slots": 8, "source": "explicit",
+                                                "bytes_per_slot": 1000, "bytes": 8000}
+    assert fit(4096, None, 10, 1 << 30, 512)["slots"] == 512  # capped at max_batch
+    assert fit(0, "0", 1000, 400_000, 512)["source"] == "auto"
+    with pytest.raises(ValueError, match="workspace_slots must be >= 0"):
+        fit(-2, None, 0, 0, 512)
+
+
+# -- the default context's owners -----------------------------------------------------------
+def test_default_context_closes_with_its_last_owner(go2, go2_ref):
+    s = random_states(go2_ref.model, 2, seed=9)
+    go2.retain_default()
+    go2.retain_default()
+    _fd(go2, 0, s)
+    first = go2.default_context()
+    go2.release_default()
+    assert go2.is_open(first) and go2.default_owners == 1  # another owner still holds it
+    go2.release_default()
+    assert not go2.is_open(first) and go2.default_owners == 0
+    go2.release_default()  # no owner left: nothing to give back
+    assert go2.default_owners == 0
+    go2.retain_default()
+    _fd(go2, 0, s)
+    second = go2.default_context()
+    assert second != first
+    go2.close_arena()  # closes it whatever the owners
+    assert not go2.is_open(second) and go2.default_owners == 1
+    assert scaled_error(_fd(go2, 0, s), go2_ref.forward_dynamics(s.q, s.qd, s.u)) < TOL
+
+
+# -- launch overrides ----------------------------------------------------------------------
+def test_launch_overrides_are_per_context_and_keep_the_model_version(go2):
+    a, b = go2.create_context(), go2.create_context()
+    version = go2.model_version(a)
+    go2.set_threads_for(a, "forward_dynamics", 128)
+    go2.set_threads_for(a, "crba", 64)
+    go2.set_variant_for(a, "minv", go2.info["strategy"])
+    assert go2.model_version(a) == version  # overrides are not model state
+    table = go2.launch_overrides(a)
+    assert table["forward_dynamics"] == {"threads_per_block": 128, "variant": ""}
+    assert table["crba"]["threads_per_block"] == 64
+    assert table["minv"]["variant"] == go2.info["strategy"]
+    assert all(e == {"threads_per_block": 0, "variant": ""}
+               for e in go2.launch_overrides(b).values())
+    go2.set_threads_for(b, "", 256)  # every algorithm
+    assert {e["threads_per_block"] for e in go2.launch_overrides(b).values()} == {256}
+    go2.clear_launch_overrides(a)
+    assert go2.launch_overrides(a)["forward_dynamics"]["threads_per_block"] == 0
+    for threads in (-32, 16, 48, 2048):
+        with pytest.raises(ValueError, match="multiple of 32 in \\[32, 1024\\]"):
+            go2.set_threads_for(a, "forward_dynamics", threads)
+    with pytest.raises(ValueError, match="unknown variant 'warp-x'"):
+        go2.set_variant_for(a, "minv", "warp-x")
+    with pytest.raises(ValueError, match="unknown algorithm 'nope'"):
+        go2.set_threads_for(a, "nope", 64)
+    go2.close_context(a)
+    with pytest.raises(RuntimeError, match="context is closed"):
+        go2.set_threads_for(a, "crba", 64)
+
+
+def test_a_launch_override_waits_for_admitted_calls(go2, go2_ref):
+    """Overrides take the admission exclusive, like a mutation: one set while a long call
+    is in flight returns only after that call finished."""
+    s = random_states(go2_ref.model, 2048, seed=10)
+    for _ in range(5):
+        ctx = go2.create_context()
+        ended = {}
+
+        def long_call(ctx=ctx, ended=ended):
+            out = np.empty((2048, go2_ref.nv, 2 * go2_ref.nv))
+            go2.call(ctx, "forward_dynamics_gradient", [s.q, s.qd, s.u], out)
+            ended["at"] = time.monotonic()
+
+        runner = threading.Thread(target=long_call)
+        runner.start()
+        time.sleep(0.02)
+        go2.set_threads_for(ctx, "forward_dynamics", 64)
+        returned = time.monotonic()
+        runner.join()
+        if ended["at"] > returned - 0.5:  # the call was in flight when the set came
+            assert returned >= ended["at"], "the override did not wait for the admitted call"
+            return
+    pytest.fail("the long call was never in flight when the override came")
+
+
+# -- the staging path (GPU host calls), run on the CPU ----------------------------------------
+@pytest.mark.parametrize("batch", [1, 7, 3000])
+def test_staged_host_calls_match_the_reference(go2, go2_ref, batch):
+    """stage_host_calls runs the GPU path of a host call (inputs packed into the mirror,
+    one copy in, the launch on the arena, one copy out; above 4 MiB straight copies) with
+    memcpys, so its layout logic is checked without a GPU."""
+    ctx = go2.create_context(stage_host_calls=True)
+    s = random_states(go2_ref.model, batch, seed=11)
+    out = np.full((batch, go2_ref.nv, 2 * go2_ref.nv), np.nan)
+    go2.call(ctx, "forward_dynamics_gradient", [s.q, s.qd, s.u, s.f_ext], out)
+    assert scaled_error(out, go2_ref.forward_dynamics_gradient(s.q, s.qd, s.u, s.f_ext)) < TOL
+    tau = np.full((batch, go2_ref.nv), np.nan)
+    go2.call(ctx, "inverse_dynamics", [s.q, s.qd, None, s.f_ext], tau)  # an omitted input
+    assert scaled_error(tau, go2_ref.inverse_dynamics(s.q, s.qd, None, s.f_ext)) < TOL
+
+
+# -- launch groups (a backward's launches) ----------------------------------------------------
+def test_a_launch_group_checks_its_stamp_once_for_all_and_refuses_whole(go2, go2_ref):
+    s = random_states(go2_ref.model, 3, seed=12)
+    ctx = go2.create_context()
+    ids = {name: entry["id"] for name, entry in go2.info["algorithms"].items()}
+    stamp = np.zeros(1, np.uint64)
+    out = np.empty_like(s.u)
+    version = go2.launch(ctx, ids["forward_dynamics"], [s.q.ctypes.data, s.qd.ctypes.data,
+                                                        s.u.ctypes.data], out.ctypes.data, 3,
+                         stamp_out=stamp.ctypes.data)
+    assert int(stamp[0]) == version == go2.model_version(ctx)
+    jac = np.full((3, go2_ref.nv, 2 * go2_ref.nv), np.nan)
+    solved = np.full_like(s.u, np.nan)
+    zeros = np.zeros_like(s.qd)
+    calls = [(ids["forward_dynamics_gradient"], [s.q.ctypes.data, s.qd.ctypes.data,
+                                                 s.u.ctypes.data], jac.ctypes.data, 3, -9.81),
+             (ids["forward_dynamics"], [s.q.ctypes.data, zeros.ctypes.data, s.u.ctypes.data],
+              solved.ctypes.data, 3, 0.0)]
+    assert go2.launch_group(ctx, calls, stamp_expect=stamp.ctypes.data) == version
+    assert scaled_error(jac, go2_ref.forward_dynamics_gradient(s.q, s.qd, s.u)) < TOL
+    minv_u = np.einsum("bij,bj->bi", go2_ref.minv(s.q), s.u)
+    assert scaled_error(solved, minv_u) < TOL
+    go2.set_inertia_params(ctx, _default_table(go2_ref))
+    jac[:], solved[:] = np.nan, np.nan
+    with pytest.raises(RuntimeError, match=rf"version {version} -> "):
+        go2.launch_group(ctx, calls, stamp_expect=stamp.ctypes.data)
+    assert np.isnan(jac).all() and np.isnan(solved).all(), "a refused group launched"

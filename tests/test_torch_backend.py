@@ -296,7 +296,7 @@ def test_graph_on_the_default_context_dies_with_its_incarnation(handles):
     s = _states(ref)
     g = h.capture("crba", _t(h, s.q))
     assert g.ctx_id != 0 and g.ctx_id == h.numpy._artifact.default_context()
-    h.close()  # closes the default incarnation; the next call re-creates it
+    h.close_arena()  # closes the default incarnation; the next call re-creates it
     assert h.crba(_t(h, s.q)).shape == (BATCH, h.nv, h.nv)
     with pytest.raises(RuntimeError, match="context is closed"):
         g.replay()
@@ -354,8 +354,12 @@ def test_input_checks(handles):
     q, qd, u = _t(h, s.q), _t(h, s.qd), _t(h, s.u)
     with pytest.raises(TypeError, match="must be a torch.Tensor.*torch.from_numpy"):
         h.crba(s.q)
-    with pytest.raises(ValueError, match=r"q has shape \(6, 6\); expected \(B, 7\)"):
+    with pytest.raises(ValueError, match=r"q has shape \(6, 6\); expected \(B, 7\), or "
+                                         r"\(7,\) for a single state"):
         h.crba(q[:, :6].contiguous())
+    with pytest.raises(ValueError, match="qd is 1-D but q is 2-D; pass every input as a "
+                                         "single state"):
+        h.forward_dynamics(q, qd[0], u)
     with pytest.raises(ValueError, match="has dtype torch.float32; this robot computes in "
                                          "torch.float64"):
         h.crba(q.float())
@@ -407,3 +411,83 @@ def test_a_graph_keeps_its_handle_alive(handles):
     qdd.sum().backward()
     expected = h.numpy.forward_dynamics_gradient(s.q, s.qd, s.u)[:, :, : h.nv].sum(axis=1)
     assert_scaled_close(_np(q.grad), expected, TOL, "backward after the view was dropped")
+
+
+# -- never silently wrong or silently non-differentiable ----------------------------------
+def _negated(t):
+    """A tensor whose value is -t, stored as t with the negation bit set."""
+    view = torch._neg_view(t)
+    assert view.is_neg() and view.data_ptr() == t.data_ptr()
+    return view
+
+
+def test_negation_and_conjugation_bits_are_read_as_values(robot):
+    h, ref = robot
+    s = _states(ref)
+    q, qd, u = _t(h, s.q), _t(h, s.qd), _t(h, s.u)
+    expected = ref.forward_dynamics(s.q, -s.qd, s.u)
+    assert_scaled_close(_np(h.forward_dynamics(q, _negated(qd), u)), expected, TOL,
+                        "negated view (fast path)")
+    assert_scaled_close(_np(h.forward_dynamics(q, qd=_negated(qd), u=u)), expected, TOL,
+                        "negated view (checked path)")
+    # x.conj().imag of a complex tensor is -imag, as a strided view with the negation bit.
+    packed = torch.complex(torch.zeros_like(qd), qd)
+    conj_imag = packed.conj().imag
+    assert conj_imag.is_neg()
+    assert_scaled_close(_np(h.forward_dynamics(q, conj_imag, u)), expected, TOL, "conj().imag")
+    # Under autograd: the value and the gradient through the negation.
+    leaf = _leaf(h, s.qd)
+    out = h.forward_dynamics(q, _negated(leaf), u)
+    assert_scaled_close(_np(out), expected, TOL, "negated view under autograd")
+    out.sum().backward()
+    jac = ref.forward_dynamics_gradient(s.q, -s.qd, s.u)
+    assert_scaled_close(_np(leaf.grad), -jac[:, :, h.nv:].sum(axis=1), TOL, "d/dqd via -x")
+
+
+def test_forward_only_methods_refuse_inputs_that_require_grad(robot):
+    h, ref = robot
+    s = _states(ref)
+    q, qd, u = _leaf(h, s.q), _t(h, s.qd), _t(h, s.u)
+    for call in (lambda: h.crba(q), lambda: h.minv(q), lambda: h.end_effector_pose_gradient(q),
+                 lambda: h.forward_dynamics_gradient(q, qd, u),
+                 lambda: h.inverse_dynamics_gradient(q=q, qd=qd)):
+        with pytest.raises(RuntimeError, match="is forward-only .* an input requires grad"):
+            call()
+    out = torch.empty(BATCH, h.nv, dtype=h.dtype, device=h.torch_device)
+    with pytest.raises(ValueError, match="out= records no autograd, but an input requires"):
+        h.forward_dynamics(q, qd, u, out=out)
+    with torch.no_grad():  # no gradient asked for: the value
+        assert_scaled_close(_np(h.crba(q)), ref.crba(s.q), TOL, "crba under no_grad")
+    assert_scaled_close(_np(h.crba(q.detach())), ref.crba(s.q), TOL, "crba of a detached q")
+
+
+def test_an_empty_batch_gives_the_empty_result(robot):
+    h, ref = robot
+    s = _states(ref)
+    for algorithm in ALGORITHMS:
+        inputs, expected = reference_case(ref, algorithm, s, f_ext=algorithm != "crba")
+        empty = [None if x is None else _t(h, x[:0]) for x in inputs]
+        got = getattr(h, algorithm)(*empty)
+        assert tuple(got.shape) == (0, *expected.shape[1:]), algorithm
+    q, qd, u = (_leaf(h, x[:0]) for x in (s.q, s.qd, s.u))
+    out = h.forward_dynamics(q, qd, u)
+    assert out.shape == (0, h.nv) and out.requires_grad
+    out.sum().backward()
+    assert q.grad.shape == (0, h.nq) and u.grad.shape == (0, h.nv)
+
+
+def test_single_states_are_1d_in_and_out(robot):
+    h, ref = robot
+    s = _states(ref, batch=2)
+    q, qd, u = _leaf(h, s.q[1]), _t(h, s.qd[1]), _t(h, s.u[1])
+    out = h.forward_dynamics(q, qd, u)
+    assert out.shape == (h.nv,)
+    assert_scaled_close(_np(out)[None], ref.forward_dynamics(s.q, s.qd, s.u)[1:], TOL, "1-D")
+    out.sum().backward()
+    assert q.grad.shape == (h.nq,)
+    batched_q = _leaf(h, s.q[1:])
+    h.forward_dynamics(batched_q, _t(h, s.qd[1:]), _t(h, s.u[1:])).sum().backward()
+    assert torch.allclose(q.grad, batched_q.grad[0], rtol=1e-12, atol=1e-12)
+    flat = torch.empty(2 * h.nv * h.nv, dtype=h.dtype, device=h.torch_device)
+    jac = h.forward_dynamics_gradient(q.detach(), qd, u, out=flat)
+    assert jac.shape == (h.nv, 2 * h.nv) and jac.data_ptr() == flat.data_ptr()

@@ -100,6 +100,31 @@ class FrameworkHandle:
         """Close the context of the numpy handle this view references (see its close)."""
         self._base.close()
 
+    def close_arena(self) -> None:
+        """Close the default context now, whatever its other owners (see the numpy
+        handle's close_arena)."""
+        self._base.close_arena()
+
+    # -- launch overrides (the numpy handle's; see RobotHandle.set_threads_for) ----------
+    def set_threads_for(self, algorithm: str, threads: int) -> None:
+        self._base.set_threads_for(algorithm, threads)
+
+    def set_threads_per_block(self, threads: int) -> None:
+        self._base.set_threads_per_block(threads)
+
+    def set_variant_for(self, algorithm: str, variant: str) -> None:
+        self._base.set_variant_for(algorithm, variant)
+
+    def variants(self, algorithm: str) -> tuple[str, ...]:
+        return self._base.variants(algorithm)
+
+    def clear_launch_overrides(self) -> None:
+        self._base.clear_launch_overrides()
+
+    @property
+    def launch_overrides(self) -> dict[str, dict[str, Any]]:
+        return self._base.launch_overrides
+
     def __enter__(self) -> FrameworkHandle:
         return self
 

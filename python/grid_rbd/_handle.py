@@ -1,14 +1,19 @@
 """The numpy `RobotHandle`: a loaded artifact plus the runtime context it calls into.
 
-The handle only marshals arrays: it validates inputs against the method table
-(`_methods.METHODS`), allocates or checks `out=`, and calls `_core.Artifact.call` on its
-context. Its methods are generated from that table, so the JAX and torch handles
-(grid_rbd.jax, grid_rbd.torch) get the same names, aliases and shapes.
+The handle only marshals arrays. Its methods are generated from the method table
+(`_methods.METHODS`), so the JAX and torch handles (grid_rbd.jax, grid_rbd.torch) get the
+same names, aliases and shapes. A call first tries the extension's fast path
+(`_core.HostMethod`: argument binding, array checks, the output and the launch in one
+C++ call); anything it declines (a wrong argument, an unusual array) comes to
+`RobotHandle._run`, which checks everything in Python and raises the precise error.
 
-Contexts: a handle from `register_robot` / `get_robot` / `load_robot` uses the artifact's
-default context (`ctx_id == 0`, created lazily by the runtime and shared by every such
-handle in the process); `handle.context()` returns a handle owning a new explicit
-context, closed by `close()`, by leaving a `with` block, or at garbage collection.
+Contexts: a handle from `register_robot` / `get_robot` / `load_robot` holds a share of
+the artifact's default context (`ctx_id == 0`, created lazily by the runtime and shared
+by every such handle in the process): the last share given back (`close()`, a `with`
+block, garbage collection) closes it, `close_arena()` closes it whatever the shares.
+`handle.context()` returns a handle owning a new explicit context, closed by `close()`,
+by leaving a `with` block, or at garbage collection. Both live in a
+`_core.ContextBinding`.
 """
 
 from __future__ import annotations
@@ -17,14 +22,13 @@ import inspect
 import json
 import os
 import threading
-import weakref
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from grid_codegen.model import GRAVITY
-from grid_rbd._methods import METHODS, Dims, Method, check_against_artifact
+from grid_rbd._methods import METHODS, Dims, Method, check_against_artifact, resolve
 
 _MISSING = object()
 _ARTIFACTS: dict[str, Any] = {}
@@ -57,32 +61,26 @@ def load_artifact(so_path: str | os.PathLike) -> Any:
         return artifact
 
 
-def _close_context(artifact: Any, ctx_id: int) -> None:
-    try:
-        if artifact.is_open(ctx_id):
-            artifact.close_context(ctx_id)
-    except Exception:  # noqa: BLE001 - a finalizer must not raise
-        pass
-
-
 class RobotHandle:
     """A compiled robot: batched algorithms on numpy arrays.
 
     Every algorithm method takes 2-D C-contiguous arrays of the handle dtype with the batch
-    on axis 0 (`q` is (B, nq); `qd`, `qdd`, `u` are (B, nv); `f_ext` is (B, 6*nb)) and
-    returns a new array, or a view of `out=`. Dynamics methods take `gravity=` (signed,
-    along z, default -9.81). Aliases: `rnea` = `inverse_dynamics`, `fd` =
-    `forward_dynamics`.
+    on axis 0 (`q` is (B, nq); `qd`, `qdd`, `u` are (B, nv); `f_ext` is (B, 6*nb)), or
+    every input 1-D for a single state (`q` (nq,), ...), and returns a new array (without
+    the batch axis for a single state), or a view of `out=`. Dynamics methods take
+    `gravity=` (signed, along z, default -9.81). Aliases: `rnea` = `inverse_dynamics`,
+    `fd` = `forward_dynamics`.
     """
 
-    def __init__(self, artifact: Any, meta: dict[str, Any] | None = None, ctx_id: int = 0,
-                 name: str | None = None, registration: Any = None,
-                 owns_context: bool = False) -> None:
+    def __init__(self, artifact: Any, meta: dict[str, Any] | None = None,
+                 binding: Any = None, name: str | None = None,
+                 registration: Any = None) -> None:
         info = artifact.info
         self._artifact = artifact
         self._info = info
         self._meta = meta or {}
-        self._ctx_id = int(ctx_id)
+        self._binding = binding if binding is not None else _core().ContextBinding(artifact)
+        self._ctx_id = int(self._binding.ctx_id)
         self._name = name or self._meta.get("robot_name") or str(info["robot_name"])
         self._registration = registration
         self._dims = Dims(int(info["nq"]), int(info["nv"]), int(info["nb"]),
@@ -90,9 +88,9 @@ class RobotHandle:
         self._dtype = np.dtype(str(info["dtype"]))
         self._algorithms: dict[str, dict[str, Any]] = dict(info["algorithms"])
         check_against_artifact(self._algorithms, self._dims)
-        self._closed = False
-        self._finalizer = (weakref.finalize(self, _close_context, artifact, self._ctx_id)
-                           if owns_context else None)
+        host_method = _core().HostMethod
+        self._fast = {m.name: host_method(self._binding, m.name) if m.name in self._algorithms
+                      else _declined for m in METHODS}
 
     @classmethod
     def _open(cls, so_path: str | os.PathLike, name: str | None = None,
@@ -101,7 +99,7 @@ class RobotHandle:
         supplies joint and body names when present)."""
         meta_path = Path(so_path).parent / "meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
-        return cls(load_artifact(so_path), meta, 0, name, registration)
+        return cls(load_artifact(so_path), meta, None, name, registration)
 
     # -- dimensions and description ----------------------------------------------------
     @property
@@ -203,29 +201,36 @@ class RobotHandle:
 
     @property
     def closed(self) -> bool:
-        """True once `close()` closed this handle's explicit context."""
-        return self._closed
+        """True once `close()` closed this handle's explicit context (a default-context
+        handle is never closed: its next call takes a share again)."""
+        return bool(self._binding.closed)
 
     def context(self, workspace_slots: int = 0) -> RobotHandle:
-        """A new handle bound to a new explicit context on the same artifact (its own
-        arena and tables); `workspace_slots` caps its per-block workspace (0 = auto)."""
+        """A new handle bound to a new explicit context on the same artifact: its own
+        arena, stream, tables and launch overrides. `workspace_slots` caps the items in
+        flight per launch (0: auto-fit; see docs/runtime.md)."""
         self._check_open()
-        if not isinstance(workspace_slots, int) or workspace_slots < 0:
+        if isinstance(workspace_slots, bool) or not isinstance(workspace_slots, int) or \
+                workspace_slots < 0:
             raise ValueError(f"workspace_slots must be an int >= 0, got {workspace_slots!r}")
-        ctx = self._artifact.create_context(workspace_slots)
-        return RobotHandle(self._artifact, self._meta, ctx, self._name, self._registration,
-                           owns_context=True)
+        binding = _core().ContextBinding.explicit(self._artifact, workspace_slots)
+        return RobotHandle(self._artifact, self._meta, binding, self._name, self._registration)
 
     def close(self) -> None:
-        """Close this handle's context (idempotent). An explicit context refuses later
-        calls; closing a default-context handle closes the default incarnation, which
-        the next call on any default handle re-creates (a new model epoch)."""
-        if self._finalizer is not None:
-            if not self._closed:
-                self._closed = True
-                self._finalizer()
-            return
-        _close_context(self._artifact, 0)
+        """Give this handle's context up (idempotent). An explicit context is closed and
+        refuses later calls. A default-context handle gives its share back: the last share
+        closes the default context (the next call on any default handle re-creates it, a
+        new model epoch); other handles' shares keep it open."""
+        self._binding.close()
+
+    def close_arena(self) -> None:
+        """Close the default context now, whatever other handles share it: its memory is
+        freed, its graphs and mutations are gone, and the next call re-creates it. On an
+        explicit-context handle this is `close()`."""
+        if self._ctx_id == 0:
+            self._artifact.close_arena()
+        else:
+            self.close()
 
     def __enter__(self) -> RobotHandle:
         return self
@@ -234,9 +239,57 @@ class RobotHandle:
         self.close()
 
     def _check_open(self) -> None:
-        if self._closed:
+        if not self._binding.prepare_call():
             raise RuntimeError(f"this handle's context {self._ctx_id:#x} was closed; open a "
                                "new one with handle.context()")
+
+    # -- launch overrides ------------------------------------------------------------------
+    def set_threads_for(self, algorithm: str, threads: int) -> None:
+        """Launch `algorithm` (a method name or alias) with `threads` threads per block on
+        this context (0: the compiled choice). Ordered like a mutation (after every
+        admitted call), invisible to other contexts, and the model version does not
+        move. A multiple of 32 in [32, 1024]; the CPU backend accepts and ignores it."""
+        self._check_open()
+        self._artifact.set_threads_for(self._ctx_id, self._algorithm_name(algorithm),
+                                       _threads(threads))
+
+    def set_threads_per_block(self, threads: int) -> None:
+        """`set_threads_for` every algorithm of the artifact."""
+        self._check_open()
+        self._artifact.set_threads_for(self._ctx_id, "", _threads(threads))
+
+    def set_variant_for(self, algorithm: str, variant: str) -> None:
+        """Launch `algorithm` with the strategy variant `variant` on this context ("": the
+        compiled choice); `variants(algorithm)` lists them."""
+        self._check_open()
+        if not isinstance(variant, str):
+            raise TypeError(f"variant must be a str, got {type(variant).__name__}")
+        self._artifact.set_variant_for(self._ctx_id, self._algorithm_name(algorithm), variant)
+
+    def variants(self, algorithm: str) -> tuple[str, ...]:
+        """The strategy variants `algorithm` can be launched with."""
+        return tuple(self._artifact.variants(self._algorithm_name(algorithm)))
+
+    def clear_launch_overrides(self) -> None:
+        """Every algorithm back to its compiled launch settings."""
+        self._check_open()
+        self._artifact.clear_launch_overrides(self._ctx_id)
+
+    @property
+    def launch_overrides(self) -> dict[str, dict[str, Any]]:
+        """Per algorithm {"threads_per_block": int, "variant": str} (0 / "": compiled)."""
+        self._check_open()
+        return dict(self._artifact.launch_overrides(self._ctx_id))
+
+    def _algorithm_name(self, algorithm: str) -> str:
+        try:
+            name = resolve(algorithm).name
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+        if name not in self._algorithms:
+            raise ValueError(f"{name} was not built into this artifact (built: "
+                             f"{', '.join(self._algorithms)})")
+        return name
 
     # -- runtime tables ------------------------------------------------------------------
     def set_inertia_params(self, table: np.ndarray) -> int:
@@ -273,53 +326,66 @@ class RobotHandle:
 
     # -- calls -----------------------------------------------------------------------------
     def _run(self, method: Method, args: tuple, kwargs: dict[str, Any]) -> np.ndarray:
+        """The checked path: what the fast path declined, with the precise errors."""
         values, gravity, out = bind_arguments(method, args, kwargs)
-        inputs = method.inputs
         self._check_open()
         if method.name not in self._algorithms:
             raise RuntimeError(
                 f"{method.name} was not built into this artifact (built: "
                 f"{', '.join(self._algorithms)}); register with it in algorithm_list")
-
-        batch: int | None = None
-        first = ""
-        arrays: list[np.ndarray | None] = []
-        for port, value in zip(inputs, values, strict=True):
-            if value is None:
-                arrays.append(None)
-                continue
-            arr = self._check_input(port, value)
-            if batch is None:
-                batch, first = arr.shape[0], port.name
-            elif arr.shape[0] != batch:
-                raise ValueError(f"{port.name} has batch {arr.shape[0]}; {first} has batch "
-                                 f"{batch} (every input shares axis 0)")
-            arrays.append(arr)
-        assert batch is not None
+        arrays, batch, single = self._check_inputs(method, values)
         if batch > self.max_batch_size:
             raise ValueError(f"batch {batch} exceeds this artifact's max_batch_size "
                              f"{self.max_batch_size}; split the batch or register with a "
                              "larger max_batch_size")
-        shape = (batch, *method.output_shape(self._dims))
+        item = method.output_shape(self._dims)
+        shape = item if single else (batch, *item)
         if out is None:
             result = np.empty(shape, dtype=self._dtype)
             buffer = result
         else:
-            buffer = self._check_out(method, out, batch)
+            buffer = self._check_out(method, out, batch, single)
             result = buffer.reshape(shape)
         self._artifact.call(self._ctx_id, method.name, arrays, buffer, float(gravity))
         return result
+
+    def _check_inputs(self, method: Method, values: list[Any]
+                      ) -> tuple[list[np.ndarray | None], int, bool]:
+        """The inputs as (B, width) arrays (single states viewed as batch 1), the batch,
+        and whether the call is on single states."""
+        arrays: list[np.ndarray | None] = []
+        batch: int | None = None
+        first, single = "", None
+        for port, value in zip(method.inputs, values, strict=True):
+            if value is None:
+                arrays.append(None)
+                continue
+            arr = self._check_input(port, value)
+            one = arr.ndim == 1
+            if single is None:
+                single, first, batch = one, port.name, 1 if one else arr.shape[0]
+            elif one != single:
+                state, batched = (port.name, first) if one else (first, port.name)
+                raise ValueError(f"{state} is a single state but {batched} is batched; pass "
+                                 "every input as a single state (1-D) or every input "
+                                 "batched (2-D)")
+            elif not one and arr.shape[0] != batch:
+                raise ValueError(f"{port.name} has batch {arr.shape[0]}; {first} has batch "
+                                 f"{batch} (every input shares axis 0)")
+            arrays.append(arr.reshape(1, -1) if one else arr)
+        assert batch is not None and single is not None  # q is required and first
+        return arrays, batch, single
 
     def _check_input(self, port: Any, value: Any) -> np.ndarray:
         width = port.width(self._dims)
         if not isinstance(value, np.ndarray):
             raise TypeError(f"{port.name} must be a numpy.ndarray of shape (B, {width}); got "
                             f"{type(value).__name__}")
-        if value.ndim != 2:
-            raise ValueError(f"{port.name} must be 2-D (B, {width}) with the batch on axis 0; "
-                             f"got shape {value.shape}")
-        if value.shape[1] != width:
-            raise ValueError(f"{port.name} has width {value.shape[1]}; this robot's "
+        if value.ndim not in (1, 2):
+            raise ValueError(f"{port.name} must be (B, {width}) with the batch on axis 0, or "
+                             f"({width},) for a single state; got shape {value.shape}")
+        if value.shape[-1] != width:
+            raise ValueError(f"{port.name} has width {value.shape[-1]}; this robot's "
                              f"{port.width.describe(self._dims)}")
         if value.dtype != self._dtype:
             raise ValueError(f"{port.name} has dtype {value.dtype}; this robot computes in "
@@ -330,8 +396,10 @@ class RobotHandle:
                              f"np.ascontiguousarray({port.name})")
         return value
 
-    def _check_out(self, method: Method, out: Any, batch: int) -> np.ndarray:
+    def _check_out(self, method: Method, out: Any, batch: int, single: bool) -> np.ndarray:
         shapes = method.out_shapes(batch, self._dims)
+        if single:
+            shapes = (*shapes, *(s[1:] for s in shapes))
         expected = " or ".join(str(s) for s in shapes)
         if not isinstance(out, np.ndarray):
             raise TypeError(f"out must be a numpy.ndarray of shape {expected}; got "
@@ -349,7 +417,7 @@ class RobotHandle:
         return out
 
     def __repr__(self) -> str:
-        state = " closed" if self._closed else ""
+        state = " closed" if self.closed else ""
         return (f"<RobotHandle {self._name!r} nq={self.nq} nv={self.nv} nb={self.nb} "
                 f"dtype={self._dtype} device={self.device!r} ctx_id={self._ctx_id:#x}{state}>")
 
@@ -383,9 +451,28 @@ def bind_arguments(method: Method, args: tuple, kwargs: dict[str, Any],
     return values, float(gravity), out
 
 
-def _make_method(method: Method, public_name: str, owner: str, array: Any) -> Any:
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return self._run(method, args, kwargs)
+def _declined(args: tuple, kwargs: dict) -> None:
+    """The fast path of an algorithm the artifact lacks: always the checked path."""
+    return None
+
+
+def _threads(threads: Any) -> int:
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise TypeError(f"threads must be an int, got {type(threads).__name__}")
+    return int(threads)
+
+
+def _make_method(method: Method, public_name: str, owner: str, array: Any,
+                 fast: bool = False) -> Any:
+    if fast:
+        name = method.name
+
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            result = self._fast[name](args, kwargs)
+            return self._run(method, args, kwargs) if result is None else result
+    else:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return self._run(method, args, kwargs)
 
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     params += [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -406,13 +493,15 @@ def _make_method(method: Method, public_name: str, owner: str, array: Any) -> An
 
 
 def install_methods(cls: type, array: Any = "np.ndarray",
-                    methods: tuple[Method, ...] = METHODS) -> None:
+                    methods: tuple[Method, ...] = METHODS, fast: bool = False) -> None:
     """Give `cls` one method per table entry and alias (shared with the JAX and torch
     handles, which supply their own `_run(method, args, kwargs)`); `array` annotates the
-    inputs and the result in the signatures."""
+    inputs and the result in the signatures. `fast`: try `self._fast[name](args,
+    kwargs)` first (the numpy handle's C++ path) and fall back to `_run` when it returns
+    None."""
     for method in methods:
         for public in (method.name, *method.aliases):
-            setattr(cls, public, _make_method(method, public, cls.__name__, array))
+            setattr(cls, public, _make_method(method, public, cls.__name__, array, fast))
 
 
-install_methods(RobotHandle)
+install_methods(RobotHandle, fast=True)

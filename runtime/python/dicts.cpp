@@ -62,8 +62,11 @@ py::dict device_profile_dict(const DeviceProfile& p) {
   out["max_batch"] = p.max_batch;
   out["workspace_slots"] = p.workspace_slots;
   out["workspace_slots_source"] = p.workspace_slots_source;
+  out["workspace_bytes"] = p.workspace_bytes;
   out["arena_bytes"] = p.arena_bytes;
   out["caller_owned_slab"] = p.caller_owned_slab;
+  out["own_stream"] = p.own_stream;
+  out["stream_note"] = p.stream_note;
   return out;
 }
 

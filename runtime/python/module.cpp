@@ -6,13 +6,19 @@
 // finish.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "arrays.hpp"
+#include "binding.hpp"
+#include "device_launcher.hpp"
 #include "dicts.hpp"
+#include "fastcall.hpp"
+#include "host_method.hpp"
 #include "grid_rbd/artifact.hpp"
 #include "grid_rbd/artifact_buffer.hpp"
 #include "grid_rbd/bridge.h"
@@ -50,25 +56,94 @@ void call(Artifact& artifact, uint64_t ctx_id, const std::string& algorithm,
   artifact.call(ctx_id, algorithm, views, out_view, gravity);
 }
 
-// A framework call: raw addresses (device pointers on a GPU artifact) from torch or JAX.
-uint64_t launch(Artifact& artifact, uint64_t ctx_id, int32_t algorithm_id,
-            const py::sequence& inputs, uintptr_t output, int64_t batch,
-            double gravity, uintptr_t stream, uintptr_t stamp_out, uintptr_t stamp_expect,
-            uint64_t captured_version) {
+std::vector<const void*> addresses(const py::sequence& inputs) {
   std::vector<const void*> pointers;
+  pointers.reserve(inputs.size());
   for (const py::handle address : inputs) {
     pointers.push_back(reinterpret_cast<const void*>(address.cast<uintptr_t>()));
   }
+  return pointers;
+}
+
+grid_rbd::DeviceCall device_call(const Artifact& artifact, int32_t algorithm_id,
+                                 const py::sequence& inputs, uintptr_t output, int64_t batch,
+                                 double gravity, uintptr_t stream) {
+  const std::vector<const void*> pointers = addresses(inputs);
   grid_rbd::DeviceCall call = grid_rbd::plan_device_call(
       artifact.library(), algorithm_id, batch, pointers.data(),
       static_cast<int32_t>(pointers.size()), reinterpret_cast<void*>(output));
   call.gravity = gravity;
   call.stream = reinterpret_cast<void*>(stream);
+  return call;
+}
+
+// A framework call: raw addresses (device pointers on a GPU artifact) from torch or JAX.
+uint64_t launch(Artifact& artifact, uint64_t ctx_id, int32_t algorithm_id,
+                const py::sequence& inputs, uintptr_t output, int64_t batch, double gravity,
+                uintptr_t stream, uintptr_t stamp_out, uintptr_t stamp_expect,
+                uint64_t captured_version) {
+  grid_rbd::DeviceCall call =
+      device_call(artifact, algorithm_id, inputs, output, batch, gravity, stream);
   call.stamp_out = reinterpret_cast<void*>(stamp_out);
   call.stamp_expect = reinterpret_cast<const void*>(stamp_expect);
   call.captured_version = captured_version;
   py::gil_scoped_release release;
   return artifact.launch(ctx_id, call);
+}
+
+// Framework calls under one admission (a backward's launches): `calls` holds
+// (algorithm_id, input addresses, output address, batch, gravity) tuples; every call
+// goes on `stream`; the stamp, when given, is read once for the group.
+uint64_t launch_group(Artifact& artifact, uint64_t ctx_id, const py::sequence& calls,
+                      uintptr_t stream, uintptr_t stamp_expect, uint64_t captured_version) {
+  std::vector<grid_rbd::DeviceCall> group;
+  group.reserve(calls.size());
+  for (const py::handle entry : calls) {
+    const auto item = py::reinterpret_borrow<py::tuple>(entry);
+    if (item.size() != 5) {
+      throw grid_rbd::ArgumentError("launch_group: each call is (algorithm_id, inputs, "
+                                    "output, batch, gravity)");
+    }
+    group.push_back(device_call(artifact, item[0].cast<int32_t>(), item[1],
+                                item[2].cast<uintptr_t>(), item[3].cast<int64_t>(),
+                                item[4].cast<double>(), stream));
+    group.back().stamp_expect = reinterpret_cast<const void*>(stamp_expect);
+    group.back().captured_version = captured_version;
+  }
+  py::gil_scoped_release release;
+  return artifact.launch_group(ctx_id, group.data(), group.size());
+}
+
+// `repeats` launches on caller-owned buffers timed in C++ (the host clock): the kernel
+// plus the runtime's own per-launch cost, without Python's. For benchmarks.
+double launch_repeatedly(Artifact& artifact, uint64_t ctx_id, int32_t algorithm_id,
+                         const py::sequence& inputs, uintptr_t output, int64_t batch,
+                         double gravity, uintptr_t stream, int64_t repeats) {
+  const grid_rbd::DeviceCall call =
+      device_call(artifact, algorithm_id, inputs, output, batch, gravity, stream);
+  py::gil_scoped_release release;
+  const std::shared_ptr<grid_rbd::Context> context = artifact.resolve(ctx_id);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t k = 0; k < repeats; ++k) context->launch(call);
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return elapsed.count() / static_cast<double>(repeats > 0 ? repeats : 1);
+}
+
+py::dict launch_overrides(Artifact& artifact, uint64_t ctx_id) {
+  grid_rbd::LaunchOverrides table;
+  {
+    py::gil_scoped_release release;
+    table = artifact.launch_overrides(ctx_id);
+  }
+  py::dict out;
+  for (const grid_algorithm* a : artifact.library().algorithms()) {
+    const grid_rbd::AlgorithmLaunch& entry = table.get(a->id);
+    py::dict item;
+    item["threads_per_block"] = entry.threads_per_block;
+    item["variant"] = entry.variant;
+    out[a->name] = item;
+  }
+  return out;
 }
 
 // A captured-graph replay: `submit` runs (with the GIL) while the replay admission of
@@ -127,8 +202,28 @@ PYBIND11_MODULE(_core, m) {
       .def("default_context", &Artifact::default_context,
            py::call_guard<py::gil_scoped_release>(),
            "Id of the current default incarnation (created lazily).")
-      .def("create_context", &Artifact::create_context, py::arg("workspace_slots") = 0,
-           py::call_guard<py::gil_scoped_release>(), "A new explicit context; returns its id.")
+      .def(
+          "create_context",
+          [](Artifact& a, int32_t workspace_slots, bool stage_host_calls) {
+            grid_rbd::ContextOptions options;
+            options.workspace_slots = workspace_slots;
+            options.stage_host_calls = stage_host_calls;
+            return a.create_context(options);
+          },
+          py::arg("workspace_slots") = 0, py::arg("stage_host_calls") = false,
+          py::call_guard<py::gil_scoped_release>(),
+          "A new explicit context; returns its id. workspace_slots caps the items in "
+          "flight per launch (0: auto-fit). stage_host_calls: run host calls through the "
+          "GPU staging path even on a CPU artifact (tests).")
+      .def("retain_default", &Artifact::retain_default,
+           py::call_guard<py::gil_scoped_release>(), "One more owner of the default context.")
+      .def("release_default", &Artifact::release_default,
+           py::call_guard<py::gil_scoped_release>(),
+           "One owner fewer; the last one closes the default incarnation.")
+      .def_property_readonly("default_owners", &Artifact::default_owners)
+      .def("close_arena", &Artifact::close_arena, py::call_guard<py::gil_scoped_release>(),
+           "Close the default incarnation now, whatever its owners (the next call "
+           "re-creates it).")
       .def("close_context", &Artifact::close_context, py::arg("ctx_id"),
            py::call_guard<py::gil_scoped_release>(),
            "Drain and close (0: the default incarnation). Idempotent.")
@@ -147,6 +242,15 @@ PYBIND11_MODULE(_core, m) {
            "stamp_expect: addresses of 8-byte model-version stamps (0: none). "
            "captured_version (nonzero): refuse unless the model version still is that. "
            "Returns the model version the launch ran under.")
+      .def("launch_group", &launch_group, py::arg("ctx_id"), py::arg("calls"),
+           py::arg("stream") = 0, py::arg("stamp_expect") = 0, py::arg("captured_version") = 0,
+           "Enqueue (algorithm_id, inputs, output, batch, gravity) calls under one admission "
+           "on `stream`; the stamp, when given, is read once. Returns the model version.")
+      .def("launch_repeatedly", &launch_repeatedly, py::arg("ctx_id"), py::arg("algorithm_id"),
+           py::arg("inputs"), py::arg("output"), py::arg("batch"),
+           py::arg("gravity") = kDefaultGravity, py::arg("stream") = 0,
+           py::arg("repeats") = 1000,
+           "Seconds per launch over `repeats` launches timed in C++ (benchmarks).")
       .def("replay", &replay, py::arg("ctx_id"), py::arg("captured_version"),
            py::arg("submit"),
            "Call `submit()` under the replay admission of the context; RuntimeError if it "
@@ -158,6 +262,21 @@ PYBIND11_MODULE(_core, m) {
       .def("set_inertia_params", &set_inertia_params, py::arg("ctx_id"), py::arg("table"),
            "Replace the (nb, 10) inertia table; returns the new model version.")
       .def("get_inertia_params", &get_inertia_params, py::arg("ctx_id"))
+      .def("set_threads_for", &Artifact::set_threads_for, py::arg("ctx_id"),
+           py::arg("algorithm"), py::arg("threads"), py::call_guard<py::gil_scoped_release>(),
+           "Threads per block of `algorithm` (\"\": every algorithm) on this context; 0 "
+           "restores the compiled choice.")
+      .def("set_variant_for", &Artifact::set_variant_for, py::arg("ctx_id"),
+           py::arg("algorithm"), py::arg("variant"), py::call_guard<py::gil_scoped_release>())
+      .def("clear_launch_overrides", &Artifact::clear_launch_overrides, py::arg("ctx_id"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("launch_overrides", &launch_overrides, py::arg("ctx_id"))
+      .def(
+          "variants",
+          [](const Artifact& a, const std::string& algorithm) {
+            return grid_rbd::available_variants(a.library(), a.library().algorithm(algorithm));
+          },
+          py::arg("algorithm"))
       .def("model_version", &Artifact::model_version, py::arg("ctx_id"),
            py::call_guard<py::gil_scoped_release>())
       .def(
@@ -178,6 +297,89 @@ PYBIND11_MODULE(_core, m) {
           },
           py::arg("shape"))
       .def("__repr__", &repr);
+
+  py::class_<grid_rbd::python::ContextBinding,
+             std::shared_ptr<grid_rbd::python::ContextBinding>>(
+      m, "ContextBinding",
+      "A handle's hold on its context: a share of the default context, or an explicit "
+      "context it owns (closed with it).")
+      .def(py::init<std::shared_ptr<Artifact>>(), py::arg("artifact"),
+           "A share of the artifact's default context.")
+      .def_static(
+          "explicit",
+          [](std::shared_ptr<Artifact> artifact, int32_t workspace_slots, bool stage_host_calls) {
+            grid_rbd::ContextOptions options;
+            options.workspace_slots = workspace_slots;
+            options.stage_host_calls = stage_host_calls;
+            py::gil_scoped_release release;
+            return std::make_shared<grid_rbd::python::ContextBinding>(std::move(artifact),
+                                                                      options);
+          },
+          py::arg("artifact"), py::arg("workspace_slots") = 0,
+          py::arg("stage_host_calls") = false, "A new explicit context, owned by the binding.")
+      .def_property_readonly("ctx_id", &grid_rbd::python::ContextBinding::ctx_id)
+      .def_property_readonly("is_default", &grid_rbd::python::ContextBinding::is_default)
+      .def_property_readonly("closed", &grid_rbd::python::ContextBinding::closed)
+      .def_property_readonly("holds_share", &grid_rbd::python::ContextBinding::holds_share)
+      .def("prepare_call", &grid_rbd::python::ContextBinding::prepare_call,
+           "Take the default share again after close(); False for a closed explicit "
+           "context.")
+      .def("close", &grid_rbd::python::ContextBinding::close,
+           "Explicit: close the context. Default: give the share back.");
+
+  m.def(
+      "HostMethod",
+      [](std::shared_ptr<grid_rbd::python::ContextBinding> binding, const std::string& name) {
+        return grid_rbd::python::make_fast_callable(
+            std::make_unique<grid_rbd::python::HostMethod>(std::move(binding), name));
+      },
+      py::arg("binding"), py::arg("algorithm"),
+      "The numpy handle's fast path for one algorithm: method(args, kwargs) returns the "
+      "result, or None when the checked Python path must handle the call.");
+  m.def(
+      "DeviceLauncher",
+      [](std::shared_ptr<grid_rbd::python::ContextBinding> binding, int32_t algorithm_id) {
+        return grid_rbd::python::make_fast_callable(
+            std::make_unique<grid_rbd::python::DeviceLauncher>(std::move(binding),
+                                                               algorithm_id));
+      },
+      py::arg("binding"), py::arg("algorithm_id"),
+      "launcher(output, batch, gravity, stream, stamp_out, stamp_expect, captured_version, "
+      "*inputs) -> model version: one framework launch on the binding's context.");
+  m.def(
+      "DeviceGroupLauncher",
+      [](std::shared_ptr<grid_rbd::python::ContextBinding> binding,
+         std::vector<int32_t> algorithm_ids) {
+        return grid_rbd::python::make_fast_callable(
+            std::make_unique<grid_rbd::python::DeviceGroupLauncher>(std::move(binding),
+                                                                    std::move(algorithm_ids)));
+      },
+      py::arg("binding"), py::arg("algorithm_ids"),
+      "group(stream, stamp_expect, *[output, batch, gravity, num_inputs, *inputs] per "
+      "algorithm) -> model version: launches under one admission and one stamp read.");
+
+  m.def(
+      "fit_workspace",
+      [](int32_t requested, py::object env_value, int64_t bytes_per_slot, int64_t free_memory,
+         int32_t max_batch) {
+        std::string text;
+        const char* env = nullptr;
+        if (!env_value.is_none()) {
+          text = env_value.cast<std::string>();
+          env = text.c_str();
+        }
+        const grid_rbd::WorkspaceFit fit =
+            grid_rbd::fit_workspace(requested, env, bytes_per_slot, free_memory, max_batch);
+        py::dict out;
+        out["slots"] = fit.slots;
+        out["source"] = fit.source;
+        out["bytes_per_slot"] = fit.bytes_per_slot;
+        out["bytes"] = fit.bytes;
+        return out;
+      },
+      py::arg("requested"), py::arg("env_value"), py::arg("bytes_per_slot"),
+      py::arg("free_memory"), py::arg("max_batch"),
+      "The workspace fit a context would make (the policy of workspace.hpp), for tests.");
 
   m.def(
       "bridge_address",

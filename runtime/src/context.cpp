@@ -1,6 +1,8 @@
 #include "grid_rbd/context.hpp"
 
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -12,9 +14,20 @@ namespace grid_rbd {
 namespace {
 
 constexpr size_t kStagingAlignment = 256;
+// Calls whose inputs and output together fit in this many bytes are packed through the
+// page-locked mirror (one copy each way); larger ones copy straight from and into the
+// caller's arrays, where an extra host memcpy would cost more than it saves.
+constexpr size_t kPackedStagingLimit = size_t{4} << 20;
 
 size_t align_up(size_t bytes) {
   return (bytes + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+}
+
+// Throws DeviceError when `code` is not GRID_OK; the message is built only then (the
+// hot paths build no strings).
+template <typename What>
+void check(const ArtifactLibrary& library, int code, What&& what) {
+  if (code != 0) library.check(code, what());
 }
 
 template <typename T>
@@ -32,21 +45,74 @@ void check_finite(const std::vector<std::byte>& table) {
   }
 }
 
+// Waits for `stream` when the scope ends, however it ends: the staging blocks may be
+// reused only once nothing this call enqueued still reads or writes them.
+class StreamDrain {
+ public:
+  StreamDrain(const ArtifactLibrary& library, void* stream) : library_(library), stream_(stream) {}
+  ~StreamDrain() {
+    if (!waited_) library_.descriptor().synchronize(stream_);
+  }
+  StreamDrain(const StreamDrain&) = delete;
+  StreamDrain& operator=(const StreamDrain&) = delete;
+  void wait(const char* algorithm) {
+    waited_ = true;
+    check(library_, library_.descriptor().synchronize(stream_),
+          [&] { return std::string(algorithm) + ": synchronising the device"; });
+  }
+
+ private:
+  const ArtifactLibrary& library_;
+  void* stream_;
+  bool waited_ = false;
+};
+
 }  // namespace
 
-Context::Context(std::shared_ptr<const ArtifactLibrary> library, int32_t workspace_slots,
-                 uint64_t model_version)
+void RetiredStates::keep(std::unique_ptr<ArtifactState> state, Workspace workspace,
+                         DeviceBuffer word) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (state) states_.push_back(std::move(state));
+  workspaces_.push_back(std::move(workspace));
+  words_.push_back(std::move(word));
+}
+
+Context::Context(std::shared_ptr<const ArtifactLibrary> library, const ContextOptions& options,
+                 uint64_t model_version, std::shared_ptr<RetiredStates> retired)
     : library_(library),
-      profile_(capture_device_profile(*library, workspace_slots)),
-      state_(library),
+      profile_(capture_device_profile(*library)),
+      state_(std::make_unique<ArtifactState>(library)),
+      stream_(library->is_gpu(), profile_.device),
+      version_word_(library, sizeof(uint64_t)),
+      workspace_(library, fit_workspace(options.workspace_slots,
+                                        std::getenv(kWorkspaceSlotsVariable),
+                                        max_workspace_bytes_per_item(*library),
+                                        profile_.free_memory, library->descriptor().max_batch)),
+      staged_(library->is_gpu() || options.stage_host_calls),
+      overrides_(static_cast<size_t>(library->descriptor().num_algorithms)),
       model_version_(model_version),
+      retired_(std::move(retired)),
       arena_(library) {
   const auto* defaults =
       static_cast<const std::byte*>(library_->descriptor().default_inertia_table);
   inertia_.assign(defaults, defaults + library_->inertia_table_bytes());
-  overrides_.threads_per_block.assign(
-      static_cast<size_t>(library_->descriptor().num_algorithms), 0);
-  profile_.arena_bytes = static_cast<int64_t>(arena_.capacity());
+  const WorkspaceFit& fit = workspace_.fit();
+  profile_.workspace_slots = fit.slots;
+  profile_.workspace_slots_source = fit.source;
+  profile_.workspace_bytes = fit.bytes;
+  profile_.arena_bytes =
+      fit.bytes + static_cast<int64_t>(library_->runtime_inertia() ? inertia_.size() : 0);
+  profile_.own_stream = stream_.owned();
+  profile_.stream_note = stream_.fallback_reason();
+  write_version_word(model_version);
+}
+
+void Context::write_version_word(uint64_t version) {
+  const grid_descriptor& d = library_->descriptor();
+  library_->check(d.copy(version_word_.data(), &version, sizeof(version),
+                         GRID_COPY_HOST_TO_DEVICE, stream_.get()),
+                  "writing the context's model version");
+  library_->check(d.synchronize(stream_.get()), "writing the context's model version");
 }
 
 Context::~Context() { close(); }
@@ -80,81 +146,145 @@ std::unique_lock<AdmissionGate> Context::admit_exclusive() const {
   return admission;
 }
 
+const grid_algorithm& Context::algorithm_at(int32_t algorithm_id) const {
+  const grid_descriptor& d = library_->descriptor();
+  if (algorithm_id < 0 || algorithm_id >= d.num_algorithms) {
+    throw ArgumentError("algorithm id " + std::to_string(algorithm_id) + " is not one of robot '" +
+                        library_->robot_name() + "' (it has " +
+                        std::to_string(d.num_algorithms) + ")");
+  }
+  return d.algorithms[algorithm_id];
+}
+
+int Context::launch_kernel(const grid_algorithm& algorithm, const void* const* inputs,
+                           void* output, int32_t batch, double gravity, void* stream) const {
+  // ABI 3's launch takes no configuration: the overrides (overrides_.get(algorithm.id))
+  // and the workspace (workspace_.data(), items_in_flight(batch)) are kept per context
+  // and reach the kernel through the per-call launch configuration of ABI 4.
+  void* outputs[1] = {output};
+  return library_->descriptor().launch(state_->get(), algorithm.id, inputs, outputs, batch,
+                                       gravity, stream);
+}
+
 void Context::run(const CallPlan& plan, double gravity) {
   const auto admission = admit_shared();
   if (plan.batch == 0) return;
-  if (library_->is_gpu()) {
-    run_on_device(plan, gravity);
+  if (staged_) {
+    run_staged(plan, gravity);
     return;
   }
-  void* outputs[1] = {plan.output};
-  const int rc = library_->descriptor().launch(state_.get(), plan.algorithm->id,
-                                               plan.inputs.data(), outputs, plan.batch, gravity,
-                                               stream_);
-  library_->check(rc, std::string(plan.algorithm->name) + " failed");
+  check(*library_,
+        launch_kernel(*plan.algorithm, plan.inputs.data(), plan.output, plan.batch, gravity,
+                      stream_.get()),
+        [&] { return std::string(plan.algorithm->name) + " failed"; });
 }
 
-void Context::run_on_device(const CallPlan& plan, double gravity) {
+void Context::run_staged(const CallPlan& plan, double gravity) {
   const grid_descriptor& d = library_->descriptor();
-  const std::string name = plan.algorithm->name;
+  const char* name = plan.algorithm->name;
   std::lock_guard<std::mutex> staging(staging_mutex_);
 
+  // One layout for the device block and its mirror: the inputs back to back (each
+  // aligned), then the output.
   std::array<size_t, GRID_MAX_INPUTS> offsets{};
-  size_t total = 0;
+  size_t inputs_end = 0;
   for (size_t k = 0; k < offsets.size(); ++k) {
-    offsets[k] = total;
-    total += align_up(plan.input_bytes[k]);
+    offsets[k] = inputs_end;
+    inputs_end += align_up(plan.input_bytes[k]);
   }
-  const size_t output_offset = total;
-  total += align_up(plan.output_bytes);
-  auto* base = static_cast<std::byte*>(arena_.reserve(total));
+  const size_t output_offset = inputs_end;
+  const size_t total = output_offset + align_up(plan.output_bytes);
+  auto* device = static_cast<std::byte*>(arena_.reserve_device(total));
+  const bool packed = total <= kPackedStagingLimit;
+  auto* host = packed ? static_cast<std::byte*>(arena_.reserve_host(total)) : nullptr;
+  void* stream = stream_.get();
+  StreamDrain drain(*library_, stream);
 
   std::array<const void*, GRID_MAX_INPUTS> device_inputs{};
   for (size_t k = 0; k < offsets.size(); ++k) {
     if (plan.inputs[k] == nullptr) continue;
-    device_inputs[k] = base + offsets[k];
-    library_->check(d.copy(base + offsets[k], plan.inputs[k], plan.input_bytes[k],
-                           GRID_COPY_HOST_TO_DEVICE, stream_),
-                    name + ": staging input " + plan.algorithm->input_names[k]);
-  }
-  void* outputs[1] = {base + output_offset};
-  library_->check(d.launch(state_.get(), plan.algorithm->id, device_inputs.data(), outputs,
-                           plan.batch, gravity, stream_),
-                  name + " failed");
-  library_->check(d.copy(plan.output, outputs[0], plan.output_bytes, GRID_COPY_DEVICE_TO_HOST,
-                         stream_),
-                  name + ": copying the output back");
-  library_->check(d.synchronize(stream_), name + ": synchronising the device");
-}
-
-uint64_t Context::launch(const DeviceCall& call) {
-  const auto admission = admit_shared();
-  const grid_descriptor& d = library_->descriptor();
-  const std::string name = call.algorithm->name;
-  if (call.captured_version != 0) check_captured_version(call.captured_version);
-  if (call.stamp_expect != nullptr) {
-    uint64_t stamped = 0;
-    library_->check(d.copy(&stamped, call.stamp_expect, sizeof(stamped),
-                           GRID_COPY_DEVICE_TO_HOST, call.stream),
-                    name + ": reading the forward's model-version stamp");
-    library_->check(d.synchronize(call.stream), name + ": waiting for the stamp");
-    const uint64_t current = model_version();
-    if (stamped != current) {
-      throw ModelMutatedError("model mutated between forward and backward (version " +
-                              std::to_string(stamped) + " -> " + std::to_string(current) +
-                              "); recompute the forward");
+    device_inputs[k] = device + offsets[k];
+    if (packed) {
+      std::memcpy(host + offsets[k], plan.inputs[k], plan.input_bytes[k]);
+    } else {
+      check(*library_,
+            d.copy(device + offsets[k], plan.inputs[k], plan.input_bytes[k],
+                   GRID_COPY_HOST_TO_DEVICE, stream),
+            [&] { return std::string(name) + ": staging input " +
+                         plan.algorithm->input_names[k]; });
     }
   }
-  if (call.batch > 0) {
-    void* outputs[1] = {call.output};
-    library_->check(d.launch(state_.get(), call.algorithm->id, call.inputs.data(), outputs,
-                             call.batch, call.gravity, call.stream),
-                    name + " failed");
+  if (packed && inputs_end > 0) {
+    check(*library_, d.copy(device, host, inputs_end, GRID_COPY_HOST_TO_DEVICE, stream),
+          [&] { return std::string(name) + ": staging the inputs"; });
   }
-  const uint64_t version = model_version();
-  if (call.stamp_out != nullptr) {
-    library_->check(d.write_stamp(call.stamp_out, version, call.stream),
-                    name + ": writing the model-version stamp");
+  std::byte* device_output = device + output_offset;
+  check(*library_,
+        launch_kernel(*plan.algorithm, device_inputs.data(), device_output, plan.batch,
+                      gravity, stream),
+        [&] { return std::string(name) + " failed"; });
+  void* host_output = packed ? static_cast<void*>(host + output_offset) : plan.output;
+  check(*library_,
+        d.copy(host_output, device_output, plan.output_bytes, GRID_COPY_DEVICE_TO_HOST, stream),
+        [&] { return std::string(name) + ": copying the output back"; });
+  drain.wait(name);
+  if (packed) std::memcpy(plan.output, host_output, plan.output_bytes);
+}
+
+void Context::check_stamp(const DeviceCall& call, uint64_t version) const {
+  const grid_descriptor& d = library_->descriptor();
+  const char* name = call.algorithm->name;
+  uint64_t stamped = 0;
+  check(*library_,
+        d.copy(&stamped, call.stamp_expect, sizeof(stamped), GRID_COPY_DEVICE_TO_HOST,
+               call.stream),
+        [&] { return std::string(name) + ": reading the forward's model-version stamp"; });
+  check(*library_, d.synchronize(call.stream),
+        [&] { return std::string(name) + ": waiting for the stamp"; });
+  if (stamped != version) {
+    throw ModelMutatedError("model mutated between forward and backward (version " +
+                            std::to_string(stamped) + " -> " + std::to_string(version) +
+                            "); recompute the forward");
+  }
+}
+
+void Context::note_capture(void* stream) {
+  if (captured_.load(std::memory_order_relaxed) || !library_->is_gpu()) return;
+  const CudaDriver* driver = CudaDriver::get();
+  if (driver != nullptr && driver->is_capturing(stream)) {
+    captured_.store(true, std::memory_order_relaxed);
+  }
+}
+
+uint64_t Context::launch_group(const DeviceCall* calls, size_t count) {
+  const auto admission = admit_shared();
+  const grid_descriptor& d = library_->descriptor();
+  const uint64_t version = model_version();  // fixed while the admission is held
+  // Every check before any launch: a refused group leaves no output half-computed.
+  const void* verified = nullptr;
+  for (size_t k = 0; k < count; ++k) {
+    const DeviceCall& call = calls[k];
+    if (call.captured_version != 0) check_captured_version(call.captured_version);
+    if (call.stamp_expect != nullptr && call.stamp_expect != verified) {
+      check_stamp(call, version);
+      verified = call.stamp_expect;
+    }
+  }
+  for (size_t k = 0; k < count; ++k) {
+    const DeviceCall& call = calls[k];
+    note_capture(call.stream);
+    if (call.batch > 0) {
+      check(*library_,
+            launch_kernel(*call.algorithm, call.inputs.data(), call.output, call.batch,
+                          call.gravity, call.stream),
+            [&] { return std::string(call.algorithm->name) + " failed"; });
+    }
+    if (call.stamp_out != nullptr) {
+      check(*library_,
+            d.copy(call.stamp_out, version_word_.data(), sizeof(uint64_t),
+                   GRID_COPY_DEVICE_TO_DEVICE, call.stream),
+            [&] { return std::string(call.algorithm->name) + ": writing the model-version stamp"; });
+    }
   }
   return version;
 }
@@ -174,6 +304,15 @@ std::shared_lock<AdmissionGate> Context::admit_replay(uint64_t captured_version)
   return admission;
 }
 
+void Context::fence(const char* what) const {
+  const grid_descriptor& d = library_->descriptor();
+  check(*library_, d.synchronize(stream_.get()),
+        [&] { return std::string(what) + ": synchronising the context's stream"; });
+  if (!stream_.fence_device([&] { return d.synchronize(nullptr) == 0; })) {
+    throw DeviceError(std::string(what) + ": synchronising the device failed");
+  }
+}
+
 uint64_t Context::set_inertia_params(const std::vector<std::byte>& table, ModelEpoch& epoch) {
   if (!library_->runtime_inertia()) {
     throw UnsupportedError("set_inertia_params needs an artifact built with "
@@ -191,12 +330,14 @@ uint64_t Context::set_inertia_params(const std::vector<std::byte>& table, ModelE
     check_finite<float>(table);
   }
   const auto admission = admit_exclusive();
-  const grid_descriptor& d = library_->descriptor();
-  // The setter fence: no kernel of this context may still read the table it replaces.
-  library_->check(d.synchronize(stream_), "set_inertia_params: synchronising the device");
-  library_->check(d.set_inertia_table(state_.get(), table.data()), "set_inertia_params");
+  // The setter fence: no kernel reading the table it replaces may still run, on this
+  // context's stream or on a framework's.
+  fence("set_inertia_params");
+  library_->check(library_->descriptor().set_inertia_table(state_->get(), table.data()),
+                  "set_inertia_params");
   inertia_ = table;
   const uint64_t version = epoch.next();
+  write_version_word(version);
   model_version_.store(version, std::memory_order_release);
   return version;
 }
@@ -206,6 +347,37 @@ std::vector<std::byte> Context::inertia_params() const {
   return inertia_;
 }
 
+void Context::set_threads_for(int32_t algorithm_id, int32_t threads) {
+  const std::string what = algorithm_id < 0 ? std::string("threads per block")
+                                            : "threads per block of " +
+                                                  std::string(algorithm_at(algorithm_id).name);
+  validate_threads_per_block(threads, what);
+  const auto admission = admit_exclusive();
+  if (algorithm_id >= 0) {
+    overrides_.set_threads(algorithm_id, threads);
+    return;
+  }
+  for (int32_t k = 0; k < library_->descriptor().num_algorithms; ++k) {
+    overrides_.set_threads(k, threads);
+  }
+}
+
+void Context::set_variant_for(int32_t algorithm_id, const std::string& variant) {
+  validate_variant(*library_, algorithm_at(algorithm_id), variant);
+  const auto admission = admit_exclusive();
+  overrides_.set_variant(algorithm_id, variant);
+}
+
+void Context::clear_launch_overrides() {
+  const auto admission = admit_exclusive();
+  overrides_.clear();
+}
+
+LaunchOverrides Context::launch_overrides() const {
+  const auto admission = admit_shared();
+  return overrides_;
+}
+
 void Context::close() noexcept {
   std::lock_guard<std::mutex> closing(close_mutex_);
   if (status() == Status::kClosed) return;
@@ -213,9 +385,23 @@ void Context::close() noexcept {
   std::unique_lock<AdmissionGate> drained(gate_);  // waits for every admitted call
   // Completion before release; an error here (a faulted device) cannot be reported from a
   // close and does not stop the memory from being freed.
-  library_->descriptor().synchronize(stream_);
+  const grid_descriptor& d = library_->descriptor();
+  d.synchronize(stream_.get());
+  stream_.fence_device([&] { return d.synchronize(nullptr) == 0; });
+  if (captured_.load() && retired_) {
+    // A graph may still replay this context's launches: keep what it addresses, and let
+    // its stamps say the context is gone.
+    try {
+      write_version_word(kClosedVersionWord);
+    } catch (...) {  // a faulted device: the memory is kept all the same
+    }
+    retired_->keep(std::move(state_), std::move(workspace_), std::move(version_word_));
+  }
   state_.reset();
+  workspace_.release();
+  version_word_.reset();
   arena_.release();
+  stream_.reset();
   status_.store(Status::kClosed, std::memory_order_release);
 }
 

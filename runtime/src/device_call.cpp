@@ -15,13 +15,13 @@ DeviceCall plan_device_call(const ArtifactLibrary& library, int32_t algorithm_id
                         std::to_string(d.num_algorithms) + ")");
   }
   const grid_algorithm& a = d.algorithms[algorithm_id];
-  const std::string where = std::string(a.name) + ": ";
+  auto where = [&a] { return std::string(a.name) + ": "; };  // built only for an error
   if (batch < 0 || batch > d.max_batch) {
-    throw ArgumentError(where + "batch " + std::to_string(batch) + " is outside [0, " +
+    throw ArgumentError(where() + "batch " + std::to_string(batch) + " is outside [0, " +
                         std::to_string(d.max_batch) + "], this artifact's max_batch_size");
   }
   if (num_inputs < 0 || num_inputs > a.num_inputs || (num_inputs > 0 && inputs == nullptr)) {
-    throw ArgumentError(where + "takes at most " + std::to_string(a.num_inputs) +
+    throw ArgumentError(where() + "takes at most " + std::to_string(a.num_inputs) +
                         " inputs, got " + std::to_string(num_inputs));
   }
   DeviceCall call;
@@ -29,11 +29,12 @@ DeviceCall plan_device_call(const ArtifactLibrary& library, int32_t algorithm_id
   call.batch = static_cast<int32_t>(batch);
   for (int32_t k = 0; k < a.num_inputs; ++k) {
     call.inputs[k] = k < num_inputs ? inputs[k] : nullptr;
-    if (a.input_required[k] && call.inputs[k] == nullptr) {
-      throw ArgumentError(where + "input " + a.input_names[k] + " is required");
+    // An empty batch reads nothing: frameworks may hand empty buffers as null.
+    if (a.input_required[k] && call.inputs[k] == nullptr && batch > 0) {
+      throw ArgumentError(where() + "input " + a.input_names[k] + " is required");
     }
   }
-  if (output == nullptr && batch > 0) throw ArgumentError(where + "the output pointer is null");
+  if (output == nullptr && batch > 0) throw ArgumentError(where() + "the output pointer is null");
   call.output = output;
   return call;
 }

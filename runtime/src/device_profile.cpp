@@ -2,9 +2,7 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string>
-#include <tuple>
 
 #include "grid_rbd/errors.hpp"
 
@@ -36,31 +34,13 @@ bool arch_runs_on(const std::string& arch, int32_t major, int32_t minor) {
   return number / 10 == major && number % 10 <= minor;
 }
 
-std::pair<int32_t, std::string> resolve_workspace_slots(int32_t requested) {
-  if (requested < 0) {
-    throw ArgumentError("workspace_slots must be >= 0 (0 = auto-fit), got " +
-                        std::to_string(requested));
-  }
-  if (requested > 0) return {requested, "explicit"};
-  if (const char* env = std::getenv("GRID_WORKSPACE_TIMESTEP_SLOTS")) {
-    char* end = nullptr;
-    const long value = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && value > 0 && value < (1L << 30)) {
-      return {static_cast<int32_t>(value), "environment"};
-    }
-  }
-  return {0, "auto"};
-}
-
-DeviceProfile capture_device_profile(const ArtifactLibrary& library, int32_t workspace_slots) {
+DeviceProfile capture_device_profile(const ArtifactLibrary& library) {
   const grid_descriptor& d = library.descriptor();
   grid_device_info info{};
   const int rc = d.query_device(&info);
   DeviceProfile profile;
   profile.compiled_archs = library.compiled_archs();
   profile.max_batch = d.max_batch;
-  std::tie(profile.workspace_slots, profile.workspace_slots_source) =
-      resolve_workspace_slots(workspace_slots);
   if (rc != 0) {
     throw ContextError("cannot create a context for robot '" + library.robot_name() +
                        "': no usable device (" + library.error_message(rc) + ")");

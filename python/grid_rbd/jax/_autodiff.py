@@ -11,7 +11,8 @@ the derivative of output i) and ct the `(B, m)` cotangent of the output:
 
 * forward_dynamics / aba: ct_q = ct J[:, :, :nv], ct_qd = ct J[:, :, nv:] and
   ct_u = M^-1 ct (M is symmetric). M^-1 ct is one more launch of the same method at
-  qd = 0, u = ct, gravity = 0, without f_ext, where qdd = M^-1 (u - c(q, 0)) = M^-1 ct.
+  qd = 0, u = ct, gravity = 0, without f_ext, where qdd = M^-1 (u - c(q, 0)) = M^-1 ct;
+  the two launches are one group (one admission, one stamp read).
 * inverse_dynamics: ct_q, ct_qd from inverse_dynamics_gradient, taken at the given qdd
   and f_ext; those two are residuals and get zero cotangents.
 * end_effector_pose: ct_q = ct J with J the (B, 6*num_ees, nv) pose gradient.
@@ -53,10 +54,10 @@ def _q_cotangent(launch: Launcher, q: jax.Array, ct_tangent: jax.Array) -> jax.A
 def _forward_dynamics_vjp(launch: Launcher, method: Method, x: Arrays, ct: jax.Array,
                           stamp: jax.Array, gravity: float) -> Arrays:
     nv = launch.dims.nv
-    jac = launch.run("forward_dynamics_gradient", [x["q"], x["qd"], x["u"], x.get("f_ext")],
-                     gravity, stamp=stamp)
-    minv_ct = launch.run(method.name, [x["q"], jnp.zeros_like(x["qd"]), ct, None], 0.0,
-                         stamp=stamp)
+    # One call: both launches under one admission, the stamp read once.
+    jac, minv_ct = launch.run_group(
+        [("forward_dynamics_gradient", [x["q"], x["qd"], x["u"], x.get("f_ext")], gravity),
+         (method.name, [x["q"], jnp.zeros_like(x["qd"]), ct, None], 0.0)], stamp=stamp)
     return {"q": _q_cotangent(launch, x["q"], _contract(ct, jac[:, :, :nv])),
             "qd": _contract(ct, jac[:, :, nv:]), "u": minv_ct}
 

@@ -42,11 +42,37 @@ class JaxRobotHandle(FrameworkHandle):
     `set_inertia_params`, `context()` and `close()` are that handle's.
     """
 
-    def __init__(self, base: RobotHandle) -> None:
+    def __init__(self, base: RobotHandle, command_buffers: bool = False) -> None:
         super().__init__(base)
         ensure_registered(store_root_of(base.path))  # the handler lives in the same store
+        self._command_buffers = bool(command_buffers)
         self._launcher: Launcher | None = None
         self._vjp_functions: dict[tuple, Any] = {}
+
+    @property
+    def command_buffers(self) -> bool:
+        """Whether calls that read no stamp lower to the command-buffer compatible target
+        (see `graphable`)."""
+        return self._command_buffers
+
+    def graphable(self) -> JaxRobotHandle:
+        """A view on the same context whose calls XLA may record into its command buffers
+        (CUDA graphs) on a CUDA artifact: every call but a stamp check (a backward's, a
+        `_checked` twin's) lowers to the command-buffer compatible target.
+
+        A recorded call is replayed by XLA without reaching the runtime, so the runtime
+        cannot refuse it: a replay after `set_inertia_params` computes with the new table
+        (tables are updated in place) and stamps the new version; after the context is
+        closed, its device memory is kept (never freed under a graph), the replay computes
+        with the last table and its stamp says the context is closed, so any backward or
+        `_checked` call from it is refused. Do not close a context whose graphs still
+        run. On a CPU artifact this view behaves like the handle."""
+        return JaxRobotHandle(self._base, command_buffers=True)
+
+    def context(self, workspace_slots: int = 0) -> JaxRobotHandle:
+        """A view of this backend over a new explicit context (its own tables); closing
+        the returned handle closes that context."""
+        return JaxRobotHandle(self._base.context(workspace_slots), self._command_buffers)
 
     # -- launching ------------------------------------------------------------------------
     @property
@@ -59,12 +85,13 @@ class JaxRobotHandle(FrameworkHandle):
                 robot=self.name, bridge=int(_core().bridge_address()),
                 artifact=int(self._base._artifact.native_address), ctx_id=self.ctx_id,
                 is_gpu=self.device == "cuda", dtype=np.dtype(self.np_dtype),
-                dims=Dims(self.nq, self.nv, self.nb, self.num_ees), ids=dict(self._ids))
+                dims=Dims(self.nq, self.nv, self.nb, self.num_ees), ids=dict(self._ids),
+                command_buffers=self._command_buffers)
         return self._launcher
 
     def _run(self, method: Method, args: tuple, kwargs: dict[str, Any]) -> jax.Array:
         values, gravity = _bind(method, args, kwargs)
-        arrays = self._prepare(method, values)
+        arrays, single = self._prepare(method, values)
         # Concrete inputs mean no transformation traces this call: nothing to
         # differentiate, so the plain launch runs without the custom_vjp wrapper.
         traced = any(isinstance(a, jax.core.Tracer) for a in arrays)
@@ -75,49 +102,70 @@ class JaxRobotHandle(FrameworkHandle):
             if function is None:
                 function = differentiable(self.launcher, method, gravity, present)
                 self._vjp_functions[key] = function
-            return function(*(a for a in arrays if a is not None))
-        return self.launcher.run(method.name, arrays, gravity)
+            out = function(*(a for a in arrays if a is not None))
+        else:
+            out = self.launcher.run(method.name, arrays, gravity)
+        return self._unbatch(method, out, single)
 
     def _run_stamped(self, method: Method, args: tuple, kwargs: dict[str, Any],
                      ) -> tuple[jax.Array, jax.Array]:
         values, gravity = _bind(method, args, kwargs)
-        return self.launcher.run(method.name, self._prepare(method, values), gravity,
-                                 stamp_out=True)
+        arrays, single = self._prepare(method, values)
+        out, stamp = self.launcher.run(method.name, arrays, gravity, stamp_out=True)
+        return self._unbatch(method, out, single), stamp
 
     def _run_checked(self, method: Method, args: tuple, kwargs: dict[str, Any],
                      stamp: Any) -> jax.Array:
         values, gravity = _bind(method, args, kwargs)
         stamp = self._check_stamp(stamp)
-        return self.launcher.run(method.name, self._prepare(method, values), gravity,
-                                 stamp=stamp)
+        arrays, single = self._prepare(method, values)
+        return self._unbatch(method, self.launcher.run(method.name, arrays, gravity,
+                                                       stamp=stamp), single)
+
+    def _unbatch(self, method: Method, out: jax.Array, single: bool) -> jax.Array:
+        """A single state's result without its batch axis of 1."""
+        return out.reshape(method.output_shape(self.launcher.dims)) if single else out
 
     # -- validation -----------------------------------------------------------------------
-    def _prepare(self, method: Method, values: list[Any]) -> list[jax.Array | None]:
-        """`values` validated and as jax arrays; f_ext's broadcast forms materialised."""
+    def _prepare(self, method: Method, values: list[Any]
+                 ) -> tuple[list[jax.Array | None], bool]:
+        """`values` validated and as (B, width) jax arrays, f_ext's broadcast forms
+        materialised, and whether the call is on a single state (every input 1-D, viewed
+        as a batch of 1)."""
         self._require(method)
         if jax.dtypes.canonicalize_dtype(self.np_dtype) != self.np_dtype:
             raise ValueError(f"{self.name} computes in {self.np_dtype}, which JAX supports "
                              "only in 64-bit mode: call jax.config.update('jax_enable_x64', "
                              "True) (or set JAX_ENABLE_X64=1) before creating arrays, or "
                              "register the robot with dtype='float32'")
-        arrays: list[jax.Array | None] = []
+        checked = [None if v is None else self._check_input(p, v)
+                   for p, v in zip(method.inputs, values, strict=True)]
+        if checked[0] is not None and checked[0].ndim == 1:  # q: a single state
+            for port, arr in zip(method.inputs, checked, strict=True):
+                if arr is not None and arr.ndim != 1:
+                    raise ValueError(f"{port.name} is 2-D but q is a single state (1-D); "
+                                     "pass every input as a single state (1-D) or every "
+                                     "input batched (2-D)")
+            return [None if a is None else a.reshape(1, -1) for a in checked], True
         batch, first = None, ""
-        for port, value in zip(method.inputs, values, strict=True):
-            if value is None:
-                arrays.append(None)
+        for port, arr in zip(method.inputs, checked, strict=True):
+            if arr is None:
                 continue
-            arr = self._check_input(port, value)
+            if arr.ndim == 1 and port.name != "f_ext":
+                raise ValueError(f"{port.name} is a single state (1-D) but q is batched; pass "
+                                 "every input as a single state (1-D) or every input "
+                                 "batched (2-D)")
             if arr.ndim == 2 and not (port.name == "f_ext" and arr.shape[0] == 1):
                 if batch is None:
                     batch, first = arr.shape[0], port.name
                 elif arr.shape[0] != batch:
                     raise ValueError(f"{port.name} has batch {arr.shape[0]}; {first} has "
                                      f"batch {batch} (every input shares axis 0)")
-            arrays.append(arr)
         assert batch is not None  # q is required, 2-D and first
         self._check_batch(batch)
         return [a if a is None or a.ndim == 2 and a.shape[0] == batch
-                else jnp.broadcast_to(a.reshape(1, -1), (batch, a.shape[-1])) for a in arrays]
+                else jnp.broadcast_to(a.reshape(1, -1), (batch, a.shape[-1]))
+                for a in checked], False
 
     def _check_input(self, port: Input, value: Any) -> jax.Array:
         dims = self.launcher.dims
@@ -126,10 +174,10 @@ class JaxRobotHandle(FrameworkHandle):
             raise TypeError(f"{port.name} must be a jax.Array or numpy.ndarray of shape "
                             f"(B, {width}); got {type(value).__name__}")
         shape = tuple(value.shape)
-        broadcast = port.name == "f_ext" and len(shape) == 1
-        if len(shape) != 2 and not broadcast:
+        if len(shape) not in (1, 2):
             forms = (f"(B, {width}), ({width},) or (1, {width})" if port.name == "f_ext"
-                     else f"(B, {width}) with the batch on axis 0")
+                     else f"(B, {width}) with the batch on axis 0, or ({width},) for a "
+                     "single state")
             raise ValueError(f"{port.name} must be {forms}; got shape {shape}")
         if shape[-1] != width:
             raise ValueError(f"{port.name} has width {shape[-1]}; this robot's "

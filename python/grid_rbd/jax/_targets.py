@@ -9,6 +9,9 @@ import threading
 #: The custom-call target every grid_rbd launch lowers to (one name, one handler per
 #: platform).
 TARGET = "grid_rbd_launch"
+#: The CUDA target XLA may record into a command buffer (CUDA graph): the same handler
+#: for calls that read no stamp, declared command-buffer compatible.
+GRAPH_TARGET = "grid_rbd_launch_graph"
 
 _LOCK = threading.Lock()
 _LIBRARY: ctypes.CDLL | None = None  # kept loaded for the process' lifetime
@@ -43,4 +46,7 @@ def ensure_registered(cache_dir: str | None = None) -> None:
         if _has_cuda_backend():
             jax.ffi.register_ffi_target(
                 TARGET, jax.ffi.pycapsule(library.grid_rbd_launch_cuda), platform="CUDA")
+            jax.ffi.register_ffi_target(
+                GRAPH_TARGET, jax.ffi.pycapsule(library.grid_rbd_launch_cuda_graph),
+                platform="CUDA")
         _LIBRARY = library

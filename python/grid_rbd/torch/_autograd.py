@@ -3,15 +3,16 @@
 inverse_dynamics (q, qd) and end_effector_pose (q).
 
 The forward runs `grid_rbd::run_stamped`, saving the model-version stamp its launch
-wrote; the backward runs `grid_rbd::run_checked`, which refuses when the context was
-mutated since. Cotangents, with J the gradient kernel's (B, rows, 2*nv) or (B, rows, nv)
+wrote; the backward's launches (the gradient kernel, and for forward dynamics M^-1 ct)
+run as one group under one admission of the context, which reads the stamp once and
+refuses when the context was mutated since (`run_checked_group` / `run_checked` under
+torch.compile). Cotangents, with J the gradient kernel's (B, rows, 2*nv) or (B, rows, nv)
 tangent Jacobian:
 
     ct_q (tangent) = ct J_q,  ct_qd = ct J_qd,  ct_u = M^-1 ct  (forward dynamics)
 
 M^-1 ct is one more launch of the same forward-dynamics method at (q, qd = 0, u = ct)
-with no f_ext and zero gravity, where it returns exactly M^-1 ct (M is symmetric); in
-eager mode it is pinned to the model version the gradient launch verified. qdd
+with no f_ext and zero gravity, where it returns exactly M^-1 ct (M is symmetric). qdd
 and f_ext are residuals: their cotangents are None (zero). On a floating base the q
 cotangent is pulled back to the ambient [p, quat, joints] layout (`ambient_pullback`).
 """
@@ -40,10 +41,12 @@ class AnalyticFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, runner: int, method_name: str, nv: int, floating_base: bool,
                 gravity: float, *inputs: torch.Tensor | None) -> torch.Tensor:
-        out, stamp = _ops.call_run_stamped(runner, method_name, list(inputs), gravity)
-        ctx.runner, ctx.method_name, ctx.nv = runner, method_name, nv
-        if not torch.compiler.is_compiling():
+        if torch.compiler.is_compiling():
+            out, stamp = _ops.run_stamped(runner, method_name, list(inputs), gravity)
+        else:
             ctx.handle = _ops._runner(runner)  # the graph keeps the handle (its context) alive
+            out, stamp = ctx.handle._launch_stamped(method_name, inputs, gravity)
+        ctx.runner, ctx.method_name, ctx.nv = runner, method_name, nv
         ctx.floating_base, ctx.gravity = floating_base, gravity
         ctx.present = tuple(t is not None for t in inputs)
         ctx.save_for_backward(*(t for t in inputs if t is not None), stamp)
@@ -58,14 +61,24 @@ class AnalyticFunction(torch.autograd.Function):
         inputs = [next(values) if present else None for present in ctx.present]
         name, nv = ctx.method_name, ctx.nv
         needs = ctx.needs_input_grad[5:]
+        method = BY_NAME[name]
+        if not any(needs[k] for k, port in enumerate(method.inputs)
+                   if port.name in method.differentiable):
+            return (None,) * (5 + len(inputs))  # only residuals asked: zero cotangents
         solve = name in _FORWARD_DYNAMICS and needs[2]
+        gradient = method.gradient
         if torch.compiler.is_compiling():
-            jacobian = _ops.run_checked(ctx.runner, BY_NAME[name].gradient, inputs,
-                                        ctx.gravity, stamp)
-            minv_ct = _ops.run_checked(ctx.runner, name, _solve_inputs(inputs, ct), 0.0,
-                                       stamp) if solve else None
+            if solve:
+                jacobian, minv_ct = _ops.run_checked_group(
+                    ctx.runner, gradient, inputs, ctx.gravity, name, _solve_inputs(inputs, ct),
+                    stamp)
+            else:
+                jacobian, minv_ct = _ops.run_checked(ctx.runner, gradient, inputs,
+                                                     ctx.gravity, stamp), None
         else:
-            jacobian, minv_ct = _eager_launches(ctx, inputs, stamp, ct, solve)
+            operands = _solve_inputs(inputs, ct) if solve else None
+            jacobian, minv_ct = ctx.handle._launch_backward(name, inputs, ctx.gravity, operands,
+                                                            stamp)
         # One batched product gives both blocks: ct (B, 1, rows) @ J (B, rows, cols).
         contracted = torch.bmm(ct.unsqueeze(1), jacobian).squeeze(1)
         grads: list[torch.Tensor | None] = [None] * len(inputs)
@@ -83,27 +96,10 @@ class AnalyticFunction(torch.autograd.Function):
 def _solve_inputs(inputs: list[torch.Tensor | None], ct: torch.Tensor
                   ) -> list[torch.Tensor | None]:
     """(q, qd = 0, u = ct, no f_ext): forward dynamics at these, with zero gravity, is
-    M^-1 ct."""
+    M^-1 ct. The cotangent may arrive expanded or as a negated view: the launch reads a
+    plain contiguous copy."""
     q, qd = inputs[0], inputs[1]
-    return [q, torch.zeros_like(qd), ct.contiguous(), None]
-
-
-def _eager_launches(ctx: Any, inputs: list[torch.Tensor | None], stamp: torch.Tensor,
-                    ct: torch.Tensor, solve: bool
-                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The backward's launches outside torch.compile: the gradient kernel checks the
-    stamp (one device-to-host read), and the M^-1 ct launch is pinned to the version
-    that check saw (`captured_version`), so both see one model without a second read."""
-    handle = _ops._runner(ctx.runner)
-    gradient = BY_NAME[ctx.method_name].gradient
-    jacobian = _ops._empty_output(handle, gradient, inputs)
-    version = _ops.launch(handle, gradient, inputs, jacobian, ctx.gravity, stamp_expect=stamp)
-    if not solve:
-        return jacobian, None
-    operands = _solve_inputs(inputs, ct)
-    minv_ct = torch.empty_like(operands[2])
-    _ops.launch(handle, ctx.method_name, operands, minv_ct, 0.0, captured_version=version)
-    return jacobian, minv_ct
+    return [q, torch.zeros_like(qd), ct.resolve_neg().contiguous(), None]
 
 
 def apply(runner: int, method_name: str, nv: int, floating_base: bool, gravity: float,

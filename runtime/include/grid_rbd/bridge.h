@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GRID_RBD_BRIDGE_VERSION 1
+#define GRID_RBD_BRIDGE_VERSION 2
+#define GRID_RBD_BRIDGE_MAX_INPUTS 8
 
 /* Status of grid_rbd_bridge::launch. */
 #define GRID_RBD_BRIDGE_OK 0
@@ -23,6 +24,17 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* One launch of a group: algorithm `algorithm_id` on caller-owned buffers (inputs in the
+   algorithm's order, NULL: an omitted optional input), one output. */
+typedef struct grid_rbd_bridge_call {
+  int32_t algorithm_id;
+  int32_t num_inputs;
+  const void* inputs[GRID_RBD_BRIDGE_MAX_INPUTS];
+  void* output;
+  int64_t batch;
+  double gravity;
+} grid_rbd_bridge_call;
 
 typedef struct grid_rbd_bridge {
   int32_t version;     /* GRID_RBD_BRIDGE_VERSION */
@@ -36,6 +48,12 @@ typedef struct grid_rbd_bridge {
                     const void* const* inputs, int32_t num_inputs, void* output, int64_t batch,
                     double gravity, void* stream, void* stamp_out, const void* stamp_expect,
                     char* error, size_t error_size);
+  /* Version 2: `count` launches under one admission of the context, in order, on
+     `stream`; they see one model version. `stamp_expect` (optional) is read once, before
+     any of them runs; `stamp_out` (optional) receives the version after the last. */
+  int32_t (*launch_group)(void* artifact, uint64_t ctx_id, const grid_rbd_bridge_call* calls,
+                          int32_t count, void* stream, void* stamp_out,
+                          const void* stamp_expect, char* error, size_t error_size);
 } grid_rbd_bridge;
 
 /* The table (static storage; valid while the runtime is loaded). */

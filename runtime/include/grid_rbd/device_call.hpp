@@ -31,8 +31,8 @@ struct DeviceCall {
 };
 
 /// Checks what can be checked of raw pointers: a known algorithm id, 0 <= batch <=
-/// max_batch, at most the algorithm's inputs, every required input and the output set.
-/// Throws ArgumentError naming the problem.
+/// max_batch, at most the algorithm's inputs, every required input and the output set
+/// (pointers may be null for an empty batch). Throws ArgumentError naming the problem.
 DeviceCall plan_device_call(const ArtifactLibrary& library, int32_t algorithm_id, int64_t batch,
                             const void* const* inputs, int32_t num_inputs, void* output);
 

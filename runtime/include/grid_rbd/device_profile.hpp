@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "grid_rbd/artifact_library.hpp"
@@ -23,10 +22,14 @@ struct DeviceProfile {
   int64_t free_memory = 0;
   int64_t shared_memory_optin = 0;          // per-block opt-in cap (0 on the CPU)
   int32_t max_batch = 0;                    // compiled in
-  int32_t workspace_slots = 0;              // fitted cap; 0 = auto-fit
+  int32_t workspace_slots = 0;              // fitted: items in flight per launch
   std::string workspace_slots_source;       // "explicit" | "environment" | "auto"
-  int64_t arena_bytes = 0;                  // staging reserved at creation (grows on demand)
+  int64_t workspace_bytes = 0;              // the context's global-memory workspace
+  int64_t arena_bytes = 0;                  // device memory owned at creation (workspace,
+                                            // tables); host-call staging grows on demand
   bool caller_owned_slab = false;           // arenas come from the artifact's allocator
+  bool own_stream = false;                  // the context submits on a stream of its own
+  std::string stream_note;                  // why not, on a GPU artifact
 };
 
 /// Whether a kernel image for `arch` ("sm_XY") runs on a device of compute capability
@@ -34,12 +37,9 @@ struct DeviceProfile {
 /// (sm_80 runs on 8.6, not on 9.0); the artifact embeds no PTX to JIT for newer majors.
 bool arch_runs_on(const std::string& arch, int32_t major, int32_t minor);
 
-/// The workspace slot cap and where it came from: an explicit cap (> 0) beats
-/// $GRID_WORKSPACE_TIMESTEP_SLOTS, which beats auto-fit (0).
-std::pair<int32_t, std::string> resolve_workspace_slots(int32_t requested);
-
 /// Queries the current device through the artifact. Throws ContextError when a GPU
-/// artifact finds no usable device or none of its architectures runs on it.
-DeviceProfile capture_device_profile(const ArtifactLibrary& library, int32_t workspace_slots);
+/// artifact finds no usable device or none of its architectures runs on it. The
+/// workspace, stream and arena figures are the context's to fill in.
+DeviceProfile capture_device_profile(const ArtifactLibrary& library);
 
 }  // namespace grid_rbd
