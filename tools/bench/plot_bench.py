@@ -30,7 +30,7 @@ def _pyplot() -> Any:
 
 
 def _grid(n: int) -> tuple[int, int]:
-    cols = min(3, n)
+    cols = 2 if n == 4 else min(3, n)
     return math.ceil(n / cols), cols
 
 
@@ -112,13 +112,21 @@ def plot_cpu(result: dict[str, Any], out: Path) -> None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8)
     machine = result.get("machine", {})
+    load = machine.get("loadavg_before")
     fig.suptitle(f"CPU backend vs Pinocchio {result.get('pinocchio', '')} C++, B="
                  f"{result.get('batch')}, {machine.get('cpu', '')} ({machine.get('cpu_count')} "
-                 f"cores), {result.get('date')}", fontsize=10)
+                 f"cores{f', load average {load[0]:.1f}' if load else ''}), "
+                 f"{result.get('date')}\none thread: process CPU time; several: wall time",
+                 fontsize=10)
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)
+
+
+def _ns(value: float) -> str:
+    """A time in ns for a table: whole ns with separators from 100 up, else 3 digits."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def markdown_gpu(result: dict[str, Any]) -> str:
@@ -136,9 +144,9 @@ def markdown_gpu(result: dict[str, Any]) -> str:
                 if r is None:
                     cells.append("-")
                 elif r.get("speedup_vs_peer") is None:
-                    cells.append(f"{r['ours_ns_per_item']:.3g}")
+                    cells.append(_ns(r["ours_ns_per_item"]))
                 else:
-                    cells.append(f"{r['ours_ns_per_item']:.3g} ({r['speedup_vs_peer']:.2f}x)")
+                    cells.append(f"{_ns(r['ours_ns_per_item'])} ({r['speedup_vs_peer']:.2f}x)")
             lines.append(f"| {robot} | {alg} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -158,9 +166,10 @@ def markdown_cpu(result: dict[str, Any]) -> str:
                 if not recs:
                     continue
                 pin = next(iter(recs.values()))["pinocchio_ns_per_item"]
-                cells = ["-" if d not in recs else f"{recs[d]['ours_ns_per_item']:.4g} "
+                cells = ["-" if d not in recs else f"{_ns(recs[d]['ours_ns_per_item'])} "
                          f"({recs[d]['speedup_vs_pinocchio']:.2f}x)" for d in dtypes]
-                lines.append(f"| {robot} | {alg} | {t} | {pin:.4g} | " + " | ".join(cells) + " |")
+                lines.append(f"| {robot} | {alg} | {t} | {_ns(pin)} | " + " | ".join(cells)
+                             + " |")
     return "\n".join(lines)
 
 
