@@ -498,3 +498,16 @@ def test_a_launch_group_checks_its_stamp_once_for_all_and_refuses_whole(go2, go2
     with pytest.raises(RuntimeError, match=rf"version {version} -> "):
         go2.launch_group(ctx, calls, stamp_expect=stamp.ctypes.data)
     assert np.isnan(jac).all() and np.isnan(solved).all(), "a refused group launched"
+
+
+def test_a_batch_above_the_slot_cap_is_complete(go2, go2_ref):
+    """workspace_slots=3 caps the items in flight per launch; a batch of 11 strides over
+    the slots and every item is computed (host and staged paths alike)."""
+    s = random_states(go2_ref.model, 11, seed=13)
+    expected = go2_ref.forward_dynamics_gradient(s.q, s.qd, s.u)
+    for staged in (False, True):
+        ctx = go2.create_context(workspace_slots=3, stage_host_calls=staged)
+        assert go2.device_profile(ctx)["workspace_slots"] == 3
+        out = np.full((11, go2_ref.nv, 2 * go2_ref.nv), np.nan)
+        go2.call(ctx, "forward_dynamics_gradient", [s.q, s.qd, s.u], out)
+        assert scaled_error(out, expected) < TOL, f"staged={staged}"
