@@ -178,6 +178,13 @@ BAD = {
     "not a number": (_robot(_link("a", mass="heavy")),  # type: ignore[arg-type]
                      r"link 'a': value=\"heavy\" is not a list of numbers"),
     "duplicate link": (_robot(_link("a"), _link("a")), r"link 'a': defined twice"),
+    "absurd length": (_robot(_link("a", com="1e200 0 0")),
+                      r"link 'a': origin xyz 1e\+200 0 0 lies beyond 1e\+06 m"),
+    "absurd joint offset": (_robot(_link("a"), _link("b"), _joint(
+        "j", "a", "b", origin='xyz="0 -2e6 0"')), r"joint 'j': origin xyz 0 -2e\+06 0 lies"),
+    "absurd mass": (_robot(_link("a", 1e300)), r"link 'a': mass 1e\+300 is beyond 1e\+09 kg"),
+    "absurd inertia": (_robot(_link("a", inertia='ixx="1e200" iyy="1e200" izz="1e200"')),
+                       r"link 'a': an inertia entry of 1e\+200 is beyond 1e\+12 kg m\^2"),
     "not a robot": (b"<model/>", r"the root element must be <robot>"),
 }
 

@@ -15,6 +15,8 @@ size of the document. Robots as they come:
   their centre of mass: the inertia the dynamics use); larger violations are errors.
 * A model without a degree of freedom (a fixed base whose joints are all fixed) is
   refused: there is nothing to compute, and every kernel would have zero-width arrays.
+* Lengths beyond `MAX_LENGTH`, masses beyond `MAX_MASS` and inertias beyond `MAX_INERTIA`
+  are refused (no robot is that large; the dynamics of such a model overflow a double).
 """
 
 from __future__ import annotations
@@ -46,6 +48,15 @@ log = logging.getLogger(__name__)
 INERTIA_CLAMP_TOLERANCE = 1e-3
 """The largest negative principal moment of a link inertia that is clamped rather than
 refused, relative to the trace of its body's composite inertia (see the module doc)."""
+
+# Physical plausibility, with vast headroom: beyond these a model is a typo or an attack,
+# and its dynamics would overflow a double (m * c^2 at c = 1e200 does at parse time).
+MAX_LENGTH = 1e6
+"""The largest |coordinate| of an origin's xyz accepted, in metres."""
+MAX_MASS = 1e9
+"""The largest link mass accepted, in kg."""
+MAX_INERTIA = 1e12
+"""The largest |entry| of a link's rotational inertia accepted, in kg m^2."""
 
 _ROUNDOFF = 1e-12  # a negative moment this small (relative to max(1, |I|)) is round-off
 _MOVING = {"revolute": JointType.REVOLUTE, "continuous": JointType.REVOLUTE,
@@ -99,6 +110,9 @@ def _origin(doc: XmlDocument, parent: ET.Element, what: str) -> Placement:
     if element is None:
         return _IDENTITY
     xyz = doc.floats(element, "xyz", what, 3, _ZERO3)
+    if not max(map(abs, xyz)) <= MAX_LENGTH:
+        raise doc.error(element, what, f"origin xyz {' '.join(f'{v:g}' for v in xyz)} lies "
+                        f"beyond {MAX_LENGTH:g} m (lengths are in metres)")
     rpy = doc.floats(element, "rpy", what, 3, _ZERO3)
     if rpy == _ZERO3:
         return _IDENTITY if xyz == _ZERO3 else Placement(_EYE3, xyz)
@@ -133,6 +147,8 @@ def _read_inertia(doc: XmlDocument, link: ET.Element, name: str) -> _LinkInertia
     mass = doc.number(mass_el, "value", what) if mass_el is not None else 0.0
     if mass < 0.0:
         raise doc.error(mass_el, what, f"mass {mass} is negative")
+    if mass > MAX_MASS:
+        raise doc.error(mass_el, what, f"mass {mass:g} is beyond {MAX_MASS:g} kg")
     inertia_el = inertial.find("inertia")
     if inertia_el is None:
         return _LinkInertia(Inertia(mass, frame.p, np.zeros((3, 3))))
@@ -143,6 +159,9 @@ def _read_inertia(doc: XmlDocument, link: ET.Element, name: str) -> _LinkInertia
                      number(inertia_el, "izz", what, 0.0))
     I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
     scale = max(1.0, abs(ixx), abs(ixy), abs(ixz), abs(iyy), abs(iyz), abs(izz))
+    if scale > MAX_INERTIA:
+        raise doc.error(inertia_el, what, f"an inertia entry of {scale:g} is beyond "
+                        f"{MAX_INERTIA:g} kg m^2")
     smallest = _smallest_moment(ixx, ixy, ixz, iyy, iyz, izz)
     # The closed form is exact to a few ulps of the largest entry; only a matrix near
     # the boundary (or one that overflowed it) needs the careful decomposition.

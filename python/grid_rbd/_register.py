@@ -154,8 +154,8 @@ def get_robot(name: str, cache_dir: str | os.PathLike | None = None,
                                 "to rebuild it", exc.key, exc.problems,
                                 exc.quarantined) from None
     if entry is None:
-        raise RuntimeError(f"{name!r} points at store entry {key}, which is missing from "
-                           f"{store.entries}; register it again")
+        raise StoreError(f"{name!r} points at store entry {key}, which is missing from "
+                         f"{store.entries}; register it again")
     handle = RobotHandle._open(entry.so_path, name)
     _check_descriptor(handle, entry.path, name)
     return with_backend(handle, backend)
