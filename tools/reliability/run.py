@@ -27,12 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reliability import fuzz, harness, store_cases  # noqa: E402
 
+KINDS = ["phase", "phase", "random kill", "random kill", "concurrent", "readers", "damage",
+         "damage", "pointers", "manifest keys", "manifests", "lock"]
 
-def _store_case(rng: random.Random, work: Path, compiler: harness.Compiler,
+
+def _store_case(kind: str, rng: random.Random, work: Path, compiler: harness.Compiler,
                 template: Path) -> dict:
-    kind = rng.choice(["phase", "phase", "random kill", "random kill", "concurrent",
-                       "readers", "damage", "damage", "pointers", "manifest keys",
-                       "manifests", "lock"])
     if kind == "phase":
         if rng.random() < 0.5:
             return store_cases.kill_case(work, compiler, rng.choice(store_cases.BUILD_PHASES))
@@ -96,12 +96,13 @@ def main() -> int:
                 continue
             work = Path(tempfile.mkdtemp(dir=root, prefix=f"case{k}-"))
             start = time.monotonic()
+            kind = rng.choice(KINDS)
             try:
-                record = _store_case(rng, work, compiler, template)
-                store_outcomes[record["case"].split(" at ")[0].split(" after ")[0]] += 1
+                _store_case(kind, rng, work, compiler, template)
+                store_outcomes[f"{kind}: passed"] += 1
             except Exception as exc:  # noqa: BLE001 - every failure is a finding
-                store_outcomes["crash"] += 1
-                store_crashes.append({"seed": args.seed, "case": k,
+                store_outcomes[f"{kind}: crash"] += 1
+                store_crashes.append({"seed": args.seed, "case": k, "kind": kind,
                                       "error": f"{type(exc).__name__}: {exc}"[:600],
                                       "where": traceback.format_exc(limit=-4)[-1200:]})
             store_seconds += time.monotonic() - start
@@ -112,6 +113,8 @@ def main() -> int:
         "seed": args.seed, "minutes": args.minutes,
         "cases": fuzz_report["cases"] + store_cases_run,
         "crashes": fuzz_report["crashes"] + len(store_crashes),
+        "outcomes": {**{f"urdf {k}": v for k, v in fuzz_report["outcomes"].items()},
+                     **dict(store_outcomes)},
         "fuzz": fuzz_report,
         "store": {"cases": store_cases_run, "outcomes": dict(store_outcomes),
                   "crashes": len(store_crashes), "crash_details": store_crashes[:20],
