@@ -9,8 +9,10 @@
 #     consumer's tree);
 #   - has a py_test of its own, which must run with the consumer's Python, not ours (no
 #     Python toolchain of grid-rbd captures it);
-# then runs `bazel test //...` there (on this machine: CPU targets only, CUDA skipped), and
-# tools/ci/remote_cache_check.sh on it (cold, warm, thrown away, all remote hits).
+# then runs tools/ci/remote_cache_check.sh on it (cold, warm, thrown away, every generate
+# and compile action a remote hit; the last build in the workspace's own output base), and
+# `bazel test //...` there (on this machine: CPU targets only, CUDA skipped), which finds
+# the robot built and must pass.
 #
 # Env: GRID_RBD_CONSUMER_DIR keep the workspace there instead of a temporary folder.
 set -Eeuo pipefail
@@ -55,7 +57,8 @@ load("@grid_rbd//:workspace.bzl", "grid_rbd_workspace")
 grid_rbd_workspace()
 EOF
 printf '%s\n' bazel-acme bazel-bin bazel-out bazel-testlogs >"$ws/.bazelignore"
-cat >"$ws/.bazelrc" <<'EOF'
+cat >"$ws/.bazelrc" <<EOF
+startup --output_base=$ob
 build --nosandbox_debug
 build --experimental_repository_disable_download
 build --incompatible_strict_action_env
@@ -117,9 +120,12 @@ EOF
 say "workspace $ws: local_repository(grid_rbd) + grid_rbd_workspace(), grid_robot(arm)"
 
 cd "$ws"
+GRID_RBD_CACHE_CHECK_WORKSPACE="$ws" GRID_RBD_CACHE_CHECK_TARGETS="//..." \
+  GRID_RBD_CACHE_CHECK_REUSE_OUTPUT_BASE=1 "$repo/tools/ci/remote_cache_check.sh"
+
 t=$SECONDS
 log="$work/test.log"
-if ! bazel --output_base="$ob" test //... >"$log" 2>&1; then
+if ! bazel test //... >"$log" 2>&1; then
   tail -60 "$log"
   say "FAILED: bazel test //... in the consumer workspace"
   exit 1
@@ -129,8 +135,4 @@ passed="$(grep -cE '^//\S+ .*PASSED' "$log" || true)"
 [ "$passed" -ge 2 ] || { say "FAILED: expected the robot and the own py_test to pass"; exit 1; }
 grep -qE '^//arms:arm_cpu_test .*PASSED' "$log" || { say "FAILED: //arms:arm_cpu_test did not pass"; exit 1; }
 say "bazel test //...: $passed passed in $((SECONDS - t)) s"
-bazel --output_base="$ob" shutdown >/dev/null 2>&1 || true
-
-GRID_RBD_CACHE_CHECK_WORKSPACE="$ws" GRID_RBD_CACHE_CHECK_TARGETS="//..." \
-  "$repo/tools/ci/remote_cache_check.sh"
 say "done in $((SECONDS - start)) s"
