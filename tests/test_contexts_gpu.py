@@ -168,3 +168,21 @@ def test_gpu_jax_command_buffers(tmp_path):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert max(result["errors"]) < 1e-4 and result["after"] < 1e-4, result
     assert result["grad_error"] < 1e-3, result
+
+
+def test_gpu_launch_overrides_reach_the_kernel(gpu, ref):
+    """Every variant and a few block widths give the reference's numbers, a batch above
+    the slot cap included (with ABI 4 these are the launch configuration's variant,
+    threads and grid cap; with ABI 3 the compiled launch)."""
+    s = random_states(ref.model, 300, seed=5)
+    q, qd, u = (np.ascontiguousarray(x, np.float32) for x in (s.q, s.qd, s.u))
+    expected = ref.forward_dynamics_gradient(s.q, s.qd, s.u)
+    with gpu.context(workspace_slots=40) as ctx:
+        with pytest.raises(ValueError, match="multiple of 32"):
+            ctx.set_threads_for("forward_dynamics_gradient", 48)
+        for variant in ctx.variants("forward_dynamics_gradient"):
+            ctx.set_variant_for("forward_dynamics_gradient", variant)
+            for threads in (0, 64, 256):
+                ctx.set_threads_for("forward_dynamics_gradient", threads)
+                got = ctx.forward_dynamics_gradient(q, qd, u)
+                assert scaled_error(got, expected) < 1e-3, (variant, threads)

@@ -18,8 +18,37 @@ py::dict algorithm_entry(const grid_algorithm& a) {
   entry["inputs"] = inputs;
   entry["output_shape"] = shape;
   entry["uses_gravity"] = a.uses_gravity != 0;
+#if GRID_ABI_VERSION >= 4
+  py::list variants;
+  for (int32_t k = 0; k < a.num_variants; ++k) {
+    const grid_variant& v = a.variants[k];
+    py::dict item;
+    item["name"] = v.name;
+    item["threads_per_block"] = v.threads_per_block;
+    item["max_threads_per_block"] = v.max_threads_per_block;
+    item["items_per_block"] = v.items_per_block;
+    item["shared_bytes"] = v.shared_bytes;
+    item["ops_per_item"] = v.ops_per_item;
+    variants.append(item);
+  }
+  py::list dispatch;
+  for (int32_t k = 0; k < a.num_dispatch; ++k) {
+    const int32_t index = a.dispatch_variant[k];
+    dispatch.append(py::make_tuple(a.dispatch_min_batch[k],
+                                   index >= 0 && index < a.num_variants
+                                       ? py::str(a.variants[index].name)
+                                       : py::str("?")));
+  }
+  entry["variants"] = variants;
+  entry["dispatch"] = dispatch;
+  const int32_t chosen = a.num_dispatch > 0 ? a.dispatch_variant[0] : 0;
+  const grid_variant& first = a.variants[chosen >= 0 && chosen < a.num_variants ? chosen : 0];
+  entry["threads_per_block"] = first.threads_per_block;
+  entry["shared_bytes"] = first.shared_bytes;
+#else
   entry["threads_per_block"] = a.threads_per_block;
   entry["shared_bytes"] = a.shared_bytes;
+#endif
   return entry;
 }
 

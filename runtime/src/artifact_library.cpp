@@ -81,6 +81,21 @@ void ArtifactLibrary::validate() const {
       d.write_stamp == nullptr) {
     fail("a descriptor field is NULL");
   }
+#if GRID_ABI_VERSION >= 4
+  if (d.launch_ex == nullptr || d.set_dispatch == nullptr || d.chosen_variant == nullptr) {
+    fail("a descriptor field is NULL");
+  }
+  for (int32_t k = 0; k < d.num_algorithms; ++k) {
+    const grid_algorithm& a = d.algorithms[k];
+    if (a.num_variants < 1 || a.num_variants > GRID_MAX_VARIANTS) {
+      fail("algorithm " + std::to_string(k) + " has no variant table");
+    }
+    for (int32_t v = 0; v < a.num_variants; ++v) {
+      if (a.variants[v].name == nullptr) fail("a variant of algorithm " + std::to_string(k) +
+                                              " has no name");
+    }
+  }
+#endif
 }
 
 size_t ArtifactLibrary::inertia_table_bytes() const {

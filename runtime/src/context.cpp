@@ -1,5 +1,6 @@
 #include "grid_rbd/context.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -158,12 +159,39 @@ const grid_algorithm& Context::algorithm_at(int32_t algorithm_id) const {
 
 int Context::launch_kernel(const grid_algorithm& algorithm, const void* const* inputs,
                            void* output, int32_t batch, double gravity, void* stream) const {
-  // ABI 3's launch takes no configuration: the overrides (overrides_.get(algorithm.id))
-  // and the workspace (workspace_.data(), items_in_flight(batch)) are kept per context
-  // and reach the kernel through the per-call launch configuration of ABI 4.
   void* outputs[1] = {output};
-  return library_->descriptor().launch(state_->get(), algorithm.id, inputs, outputs, batch,
-                                       gravity, stream);
+  const grid_descriptor& d = library_->descriptor();
+#if GRID_ABI_VERSION >= 4
+  // The context's overrides, read under the caller's admission, and the slot cap: a
+  // batch above it grid-strides over at most the blocks that hold `slots` items.
+  const AlgorithmLaunch& launch = overrides_.get(algorithm.id);
+  grid_launch_config config{};
+  config.variant = launch.variant_index >= 0 ? launch.variant_index + 1 : 0;
+  config.threads = launch.threads_per_block;
+  const int32_t slots = workspace_.slots();
+  if (library_->is_gpu() && slots > 0 && batch > slots) {
+    const int32_t index = launch.variant_index >= 0
+                              ? launch.variant_index
+                              : d.chosen_variant(state_->get(), algorithm.id, batch);
+    if (index >= 0 && index < algorithm.num_variants) {
+      const grid_variant& v = algorithm.variants[index];
+      const int32_t width = config.threads > 0 ? config.threads : v.threads_per_block;
+      // Items per block at this width: one for a block per item, else in proportion to
+      // the width (a warp per item, or a thread per item).
+      const int64_t per_block =
+          v.items_per_block <= 1 || v.threads_per_block <= 0
+              ? 1
+              : std::max<int64_t>(1, int64_t{v.items_per_block} * width / v.threads_per_block);
+      config.max_blocks = static_cast<int32_t>(std::max<int64_t>(1, slots / per_block));
+    }
+  }
+  return d.launch_ex(state_->get(), algorithm.id, &config, inputs, outputs, batch, gravity,
+                     stream);
+#else
+  // ABI 3's launch takes no configuration: the overrides and the slot cap are kept per
+  // context and reach the kernel with ABI 4's launch configuration.
+  return d.launch(state_->get(), algorithm.id, inputs, outputs, batch, gravity, stream);
+#endif
 }
 
 void Context::run(const CallPlan& plan, double gravity) {
@@ -348,10 +376,16 @@ std::vector<std::byte> Context::inertia_params() const {
 }
 
 void Context::set_threads_for(int32_t algorithm_id, int32_t threads) {
-  const std::string what = algorithm_id < 0 ? std::string("threads per block")
-                                            : "threads per block of " +
-                                                  std::string(algorithm_at(algorithm_id).name);
-  validate_threads_per_block(threads, what);
+  const grid_algorithm* algorithm = algorithm_id < 0 ? nullptr : &algorithm_at(algorithm_id);
+  const std::string what = algorithm == nullptr
+                               ? std::string("threads per block")
+                               : "threads per block of " + std::string(algorithm->name);
+  validate_threads_per_block(*library_, algorithm, threads, what);
+  if (algorithm == nullptr) {
+    for (const grid_algorithm* a : library_->algorithms()) {
+      validate_threads_per_block(*library_, a, threads, what);
+    }
+  }
   const auto admission = admit_exclusive();
   if (algorithm_id >= 0) {
     overrides_.set_threads(algorithm_id, threads);
@@ -363,9 +397,9 @@ void Context::set_threads_for(int32_t algorithm_id, int32_t threads) {
 }
 
 void Context::set_variant_for(int32_t algorithm_id, const std::string& variant) {
-  validate_variant(*library_, algorithm_at(algorithm_id), variant);
+  const int32_t index = variant_index(*library_, algorithm_at(algorithm_id), variant);
   const auto admission = admit_exclusive();
-  overrides_.set_variant(algorithm_id, variant);
+  overrides_.set_variant(algorithm_id, variant, index);
 }
 
 void Context::clear_launch_overrides() {
