@@ -136,6 +136,9 @@ def test_verify_all_reports_every_item_and_changes_nothing(tmp_path, compiler):
     assert report["store/junk"] == ["'junk' is not a store key (64 hex digits)"]
     assert report[f"store/{good.content_key}"] == [] and report["manifest.json"] == []
     assert other.entry_dir.is_dir() and not any((cache / "quarantine").iterdir())
+    moved, problems = store.quarantine("junk")  # what verify_all lists, quarantine takes
+    assert problems == ["not a store key"] and (moved / "entry").is_dir()
+    assert not (cache / "store" / "junk").exists()
     (cache / "manifest.json").write_text("{")
     assert "cannot be read" in store.verify_all()["manifest.json"][0]
 

@@ -83,11 +83,6 @@ OWNER = "owner.json"
 QUARANTINE_NOTE = "quarantine.json"
 STORE_SCHEMA = 2
 
-__all__ = ["ARTIFACT", "BUILD_INPUTS", "ENTRY_FILES", "META", "DamagedEntryError", "Entry",
-           "Owner", "Store", "StoreError", "cache_root", "canonical_json", "content_key",
-           "input_key", "sha256_bytes"]
-
-
 class DamagedEntryError(StoreError):
     """A store entry failed its verification; it was moved to `quarantined` (None when it
     could not be moved). `problems` lists what was wrong."""
@@ -337,8 +332,13 @@ class Store:
         with `force` for the given `problems` (e.g. a descriptor that contradicts
         meta.json, which only loading shows); returns (where it went, its problems).
         (None, []) when it is sound or absent; `quarantine.json` beside the files says why
-        and when."""
-        path = self.entry_path(key)
+        and when. `key` may also be any other name `verify_all` reported under store/
+        (a folder that is not an entry)."""
+        if is_digest(key) or not key or os.sep in key or key in (".", ".."):
+            path = self.entry_path(key)
+        else:
+            path = self.entries / key  # a plain name listed in store/: moved, not checked
+            force, problems = True, problems or ["not a store key"]
         with ExitStack() as held:
             try:
                 held.enter_context(flock(self._content_lock(key)))
@@ -349,7 +349,7 @@ class Store:
                 return None, problems
             if not os.path.lexists(path):
                 return None, []
-            found = self._check(key, use_cache=False)[0]
+            found = self._check(key, use_cache=False)[0] if is_digest(key) else []
             problems = found + list(problems or []) if force else found
             if not problems:
                 return None, []
