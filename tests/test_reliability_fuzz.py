@@ -21,13 +21,13 @@ SEED = 20261201
 
 
 def test_mutated_urdfs_are_models_or_urdf_errors():
-    summary = fuzz.fuzz(SEED, cases=800)
+    summary = fuzz.fuzz(SEED, cases=500)
     report = summary.as_dict()
     assert report["crashes"] == 0, report["crash_details"]
-    assert report["cases"] == 800
+    assert report["cases"] == 500
     # Both outcomes occur: the mutations reach deep into valid models, not only XML errors.
-    assert report["outcomes"].get("model", 0) >= 100, report
-    assert report["outcomes"].get("urdf_error", 0) >= 100, report
+    assert report["outcomes"].get("model", 0) >= 80, report
+    assert report["outcomes"].get("urdf_error", 0) >= 80, report
 
 
 def test_the_fuzzer_is_deterministic():
