@@ -30,7 +30,18 @@ from grid_codegen.model import GRAVITY, RobotModel
 from grid_codegen.options import CodegenOptions
 
 MAX_INPUTS = 4
-ABI_VERSION = 3
+MAX_VARIANTS = 4
+MAX_DISPATCH = 8
+ABI_VERSION = 4
+
+
+class GridVariant(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p), ("threads_per_block", ctypes.c_int32),
+        ("max_threads_per_block", ctypes.c_int32), ("items_per_block", ctypes.c_int32),
+        ("reserved", ctypes.c_int32), ("shared_bytes", ctypes.c_int64),
+        ("ops_per_item", ctypes.c_int64),
+    ]
 
 
 class GridAlgorithm(ctypes.Structure):
@@ -41,8 +52,16 @@ class GridAlgorithm(ctypes.Structure):
         ("input_required", ctypes.c_int32 * MAX_INPUTS),
         ("num_outputs", ctypes.c_int32), ("output_rank", ctypes.c_int32),
         ("output_shape", ctypes.c_int32 * 2), ("uses_gravity", ctypes.c_int32),
-        ("threads_per_block", ctypes.c_int32), ("shared_bytes", ctypes.c_int64),
+        ("num_variants", ctypes.c_int32), ("variants", GridVariant * MAX_VARIANTS),
+        ("num_dispatch", ctypes.c_int32),
+        ("dispatch_min_batch", ctypes.c_int32 * MAX_DISPATCH),
+        ("dispatch_variant", ctypes.c_int32 * MAX_DISPATCH),
     ]
+
+
+class GridLaunchConfig(ctypes.Structure):
+    _fields_ = [("variant", ctypes.c_int32), ("threads", ctypes.c_int32),
+                ("max_blocks", ctypes.c_int32), ("reserved", ctypes.c_int32)]
 
 
 class GridDeviceInfo(ctypes.Structure):
@@ -68,6 +87,12 @@ _FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _COPY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
                          ctypes.c_int32, ctypes.c_void_p)
 _SYNCHRONIZE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+_LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32,
+                              ctypes.POINTER(GridLaunchConfig), ctypes.POINTER(ctypes.c_void_p),
+                              ctypes.POINTER(ctypes.c_void_p), ctypes.c_int32, ctypes.c_double,
+                              ctypes.c_void_p)
+_SET_DISPATCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                                 ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32))
 
 
 class GridDescriptor(ctypes.Structure):
@@ -90,6 +115,11 @@ class GridDescriptor(ctypes.Structure):
         # ABI 3
         ("write_stamp", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64,
                                          ctypes.c_void_p)),
+        # ABI 4
+        ("launch_ex", _LAUNCH_EX), ("set_dispatch", _SET_DISPATCH),
+        ("chosen_variant", ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
+                                            ctypes.c_int32)),
+        ("cpu_simd_width", ctypes.c_int32), ("reserved", ctypes.c_int32),
     ]
 
 
@@ -108,8 +138,8 @@ class AlgorithmInfo:
     inputs: tuple[tuple[str, int, bool], ...]  # (name, width per item, required)
     output_shape: tuple[int, ...]  # per item
     uses_gravity: bool
-    threads_per_block: int
-    shared_bytes: int
+    variants: tuple[str, ...]  # strategy names, in descriptor order
+    dispatch: tuple[tuple[int, int], ...]  # the default (min_batch, variant) table
 
 
 class Artifact:
@@ -140,7 +170,11 @@ class Artifact:
                             bool(a.input_required[i])) for i in range(a.num_inputs))
             info = AlgorithmInfo(a.name.decode(), a.id, inputs,
                                  tuple(a.output_shape[i] for i in range(a.output_rank)),
-                                 bool(a.uses_gravity), a.threads_per_block, a.shared_bytes)
+                                 bool(a.uses_gravity),
+                                 tuple(a.variants[v].name.decode()
+                                       for v in range(a.num_variants)),
+                                 tuple((a.dispatch_min_batch[k], a.dispatch_variant[k])
+                                       for k in range(a.num_dispatch)))
             self.algorithms[info.name] = info
 
     def error_message(self, code: int) -> str:
@@ -186,22 +220,43 @@ class State:
             self.handle, table.ctypes.data_as(ctypes.c_void_p)))
 
     def launch_raw(self, name: str, inputs: list[int], output: int, batch: int,
-                   gravity: float = GRAVITY, stream: int = 0) -> int:
-        """The raw C call with integer pointers; returns the status code."""
+                   gravity: float = GRAVITY, stream: int = 0, variant: str | None = None,
+                   threads: int = 0) -> int:
+        """The raw C call with integer pointers; returns the status code. `variant`
+        names a strategy of the artifact (None: dispatch by batch size); `threads` is
+        the launch width (GPU) or host thread count (CPU), 0 for the default."""
         info = self.artifact.algorithms[name]
         ins = (ctypes.c_void_p * 4)(*[ctypes.c_void_p(p or None) for p in inputs])
         outs = (ctypes.c_void_p * 1)(ctypes.c_void_p(output or None))
-        return self.artifact.desc.launch(self.handle, info.id, ins, outs, batch, gravity,
-                                         ctypes.c_void_p(stream or None))
+        config = GridLaunchConfig(0 if variant is None else info.variants.index(variant) + 1,
+                                  threads, 0, 0)
+        return self.artifact.desc.launch_ex(self.handle, info.id, ctypes.byref(config), ins,
+                                            outs, batch, gravity,
+                                            ctypes.c_void_p(stream or None))
 
-    def call(self, name: str, *inputs: Any, gravity: float = GRAVITY) -> Any:
+    def set_dispatch(self, name: str, table: list[tuple[int, str]]) -> int:
+        """Install a dispatch table [(min_batch, strategy), ...]; returns the status."""
+        info = self.artifact.algorithms[name]
+        n = len(table)
+        mins = (ctypes.c_int32 * max(n, 1))(*[b for b, _ in table])
+        variants = (ctypes.c_int32 * max(n, 1))(*[info.variants.index(v) if v in info.variants
+                                                   else 99 for _, v in table])
+        return self.artifact.desc.set_dispatch(self.handle, info.id, n, mins, variants)
+
+    def chosen_variant(self, name: str, batch: int) -> str:
+        info = self.artifact.algorithms[name]
+        return info.variants[self.artifact.desc.chosen_variant(self.handle, info.id, batch)]
+
+    def call(self, name: str, *inputs: Any, gravity: float = GRAVITY,
+             variant: str | None = None, threads: int = 0) -> Any:
         """Run `name` on numpy arrays (CPU build) or CUDA torch tensors (GPU build);
-        missing trailing / None inputs are optional ones left NULL."""
+        missing trailing / None inputs are optional ones left NULL. The output starts as
+        NaN, so an entry the kernel does not write fails every comparison."""
         info = self.artifact.algorithms[name]
         if len(inputs) > len(info.inputs):
             raise ValueError(f"{name} takes {len(info.inputs)} inputs, got {len(inputs)}")
         if inputs and _is_torch(inputs[0]):
-            return self._call_torch(info, inputs, gravity)
+            return self._call_torch(info, inputs, gravity, variant, threads)
         batch = int(np.asarray(inputs[0]).reshape(-1, info.inputs[0][1]).shape[0])
         keep, ptrs = [], []
         for (in_name, width, required), x in zip(info.inputs, list(inputs) + [None] * 4,
@@ -215,11 +270,13 @@ class State:
                                        dtype=self.artifact.dtype)
             keep.append(arr)
             ptrs.append(arr.ctypes.data)
-        out = np.zeros((batch, *info.output_shape), dtype=self.artifact.dtype)
-        self.artifact.check(self.launch_raw(name, ptrs, out.ctypes.data, batch, gravity))
+        out = np.full((batch, *info.output_shape), np.nan, dtype=self.artifact.dtype)
+        self.artifact.check(self.launch_raw(name, ptrs, out.ctypes.data, batch, gravity,
+                                            variant=variant, threads=threads))
         return out
 
-    def _call_torch(self, info: AlgorithmInfo, inputs: tuple[Any, ...], gravity: float) -> Any:
+    def _call_torch(self, info: AlgorithmInfo, inputs: tuple[Any, ...], gravity: float,
+                    variant: str | None = None, threads: int = 0) -> Any:
         import torch
         dtype = torch.float32 if self.artifact.dtype == np.float32 else torch.float64
         device = inputs[0].device
@@ -232,10 +289,10 @@ class State:
             t = x.to(device=device, dtype=dtype).reshape(batch, width).contiguous()
             keep.append(t)
             ptrs.append(t.data_ptr())
-        out = torch.zeros((batch, *info.output_shape), dtype=dtype, device=device)
+        out = torch.full((batch, *info.output_shape), float("nan"), dtype=dtype, device=device)
         stream = torch.cuda.current_stream(device).cuda_stream
         self.artifact.check(self.launch_raw(info.name, ptrs, out.data_ptr(), batch, gravity,
-                                            stream))
+                                            stream, variant, threads))
         return out
 
 

@@ -39,10 +39,9 @@ EDGE_MAX_BATCH = 300
 @pytest.fixture(scope="module", autouse=True)
 def _prebuild():
     configs = [(r, "cpu", {"dtype": d}) for r, d in CONFIGS]
-    configs += [("go2", "cpu", {"dtype": "float64", "max_batch_size": EDGE_MAX_BATCH}),
-                ("go2", "cpu", {"dtype": "float64", "runtime_inertia": True}),
-                ("iiwa14", "cpu", {"dtype": "float64", "strategy": "thread"}),
-                ("go2", "cpu", {"dtype": "float64", "strategy": "thread"})]
+    configs += [("go2", "cpu", {"dtype": "float64", "max_batch_size": EDGE_MAX_BATCH,
+                                "strategy": "warp"}),
+                ("go2", "cpu", {"dtype": "float64", "runtime_inertia": True})]
     prebuild(configs)
 
 
@@ -141,7 +140,8 @@ def test_descriptor(case):
 
 # -- edge cases on dedicated builds ------------------------------------------------------
 def test_largest_batch_and_refusals():
-    artifact, _ = build_cached("go2", dtype="float64", max_batch_size=EDGE_MAX_BATCH)
+    artifact, _ = build_cached("go2", dtype="float64", max_batch_size=EDGE_MAX_BATCH,
+                               strategy="warp")
     ref = reference.load(ROBOTS["go2"].path, floating_base=True)
     assert artifact.max_batch == EDGE_MAX_BATCH
     state = artifact.state()
@@ -194,13 +194,58 @@ def test_runtime_inertia_table():
     state.close()
 
 
-@pytest.mark.parametrize("robot", ["iiwa14", "go2"])
-def test_thread_strategy(robot):
-    """The second scheduling strategy emits the same numbers from the same emitters."""
-    artifact, _ = build_cached(robot, dtype="float64", strategy="thread")
+STRATEGY_ROBOTS = ("iiwa14", "go2", "hyq")
+
+
+@pytest.mark.parametrize("strategy", ["thread", "warp", "block"])
+@pytest.mark.parametrize("robot", STRATEGY_ROBOTS)
+def test_every_strategy_matches_reference(robot, strategy):
+    """Every variant of an `auto` artifact, chosen explicitly per call, against the
+    reference: fixed base, floating base, a branching tree; f_ext where it applies."""
+    artifact, _ = build_cached(robot, dtype="float64")
     ref = reference.load(ROBOTS[robot].path, floating_base=ROBOTS[robot].floating_base)
     state = artifact.state()
-    s = random_states(ref.model, 130, seed=5)  # 130: one full block of 128 and a partial
+    s = random_states(ref.model, 19, seed=5)  # 19: two SIMD tiles and a partial one
     for algorithm in ALGORITHMS:
-        _check(state, ref, algorithm, s, f_ext=algorithm in WITH_FEXT)
+        inputs, expected = reference_case(ref, algorithm, s, algorithm in WITH_FEXT)
+        actual = state.call(algorithm, *inputs, variant=strategy)
+        assert_scaled_close(actual, expected, tolerance(artifact.dtype, algorithm, ref, s.q),
+                            f"{algorithm} ({strategy})")
+    state.close()
+
+
+def test_dispatch_tables():
+    """An `auto` artifact carries every strategy; the CPU default picks the thread
+    strategy (SIMD over items), a state's table can be replaced and restored, bad tables
+    are refused, and a single-strategy artifact carries only that variant."""
+    artifact, _ = build_cached("iiwa14", dtype="float64")
+    info = artifact.algorithms["forward_dynamics_gradient"]
+    assert info.variants == ("thread", "warp", "block")
+    assert info.dispatch == ((1, 0),)
+    state = artifact.state()
+    assert state.chosen_variant("forward_dynamics_gradient", 1) == "thread"
+    assert state.set_dispatch("forward_dynamics_gradient", [(1, "warp"), (64, "block")]) == 0
+    assert [state.chosen_variant("forward_dynamics_gradient", b) for b in (1, 63, 64, 999)] == \
+        ["warp", "warp", "block", "block"]
+    for bad in ([(2, "thread")], [(1, "thread"), (1, "warp")], [(1, "nope")],
+                [(1, "thread")] * 9):
+        assert state.set_dispatch("forward_dynamics_gradient", bad) == 1, bad
+    assert state.set_dispatch("forward_dynamics_gradient", []) == 0  # back to the default
+    assert state.chosen_variant("forward_dynamics_gradient", 999) == "thread"
+    state.close()
+    single, _ = build_cached("go2", dtype="float64", max_batch_size=EDGE_MAX_BATCH,
+                             strategy="warp")
+    assert all(a.variants == ("warp",) for a in single.algorithms.values())
+    assert json.loads(single.options_json)["strategy"] == "warp"
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_host_threads_give_the_same_numbers(threads):
+    artifact, _ = build_cached("iiwa14", dtype="float64")
+    ref = reference.load(ROBOTS["iiwa14"].path)
+    state = artifact.state()
+    s = random_states(ref.model, 200, seed=9)
+    inputs, expected = reference_case(ref, "forward_dynamics_gradient", s)
+    got = state.call("forward_dynamics_gradient", *inputs, threads=threads)
+    assert_scaled_close(got, expected, 1e-9, f"{threads} host threads")
     state.close()

@@ -33,7 +33,13 @@ def test_options_change_the_source():
     assert generate(model, CodegenOptions(dtype="float64"))["wrapper.cu"] != base["wrapper.cu"]
     assert generate(model, CodegenOptions(runtime_inertia=True))["grid.cuh"] != base["grid.cuh"]
     only_id = generate(model, CodegenOptions(algorithms=("inverse_dynamics",)))["grid.cuh"]
-    assert "crba_kernel" not in only_id and "inverse_dynamics_kernel" in only_id
+    assert "crba_thread_kernel" not in only_id and "crba_block_kernel" not in only_id
+    for strategy in ("thread", "warp", "block"):
+        assert f"inverse_dynamics_{strategy}_kernel" in only_id
+    warp_only = generate(model, CodegenOptions(algorithms=("inverse_dynamics",),
+                                               strategy="warp"))["grid.cuh"]
+    assert "inverse_dynamics_warp_kernel" in warp_only
+    assert "inverse_dynamics_thread_kernel" not in warp_only
 
 
 def test_canonical_json_is_stable():
@@ -47,12 +53,12 @@ def test_canonical_json_is_stable():
     assert a.canonical_json() == ('{"algorithms":["crba","minv"],"dtype":"float32",'
                                   '"ee_joint_names":["b","a"],'
                                   '"max_batch_size":65536,"runtime_inertia":false,'
-                                  '"strategy":"block","version":2}')
+                                  '"strategy":"auto","version":3}')
 
 
 @pytest.mark.parametrize("bad", [{"dtype": "float16"}, {"algorithms": ("rnea2",)},
                                  {"max_batch_size": 0},
-                                 {"strategy": "warp"}, {"algorithms": ()}])
+                                 {"strategy": "grid"}, {"algorithms": ()}])
 def test_options_are_validated(bad):
     with pytest.raises(ValueError):
         CodegenOptions(**bad)

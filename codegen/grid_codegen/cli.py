@@ -122,7 +122,7 @@ def _compile(args: argparse.Namespace) -> int:
         cxx = args.compiler or host.get("cxx") or find_cxx()
         openmp = args.openmp if args.openmp is not None else bool(
             host["openmp"] if "openmp" in host else openmp_works(cxx))
-        cmd = cpu_command(cxx, source, output, openmp, ())
+        cmd = cpu_command(cxx, source, output, openmp, (), isa=())
     else:
         if not args.compiler:
             print("compile --backend cuda needs --compiler path/to/nvcc", file=sys.stderr)

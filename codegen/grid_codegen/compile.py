@@ -182,12 +182,36 @@ def openmp_works(cxx: str) -> bool:
 # The flags below are the one definition of how an artifact is compiled: the pip path
 # (`compile_artifact`) and the Bazel actions (`python -m grid_codegen compile`, driven by
 # tools/bazel/grid_robot.bzl) both build their command lines from them.
-def cpu_flags(openmp: bool) -> list[str]:
-    """Host compiler flags of a CPU artifact (the source is compiled as C++)."""
-    flags = ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden"]
+def cpu_flags(openmp: bool, isa: Sequence[str] = ()) -> list[str]:
+    """Host compiler flags of a CPU artifact (the source is compiled as C++).
+
+    `-fno-math-errno` lets sqrt vectorise (nothing reads errno); `-Wno-psabi` silences
+    the note GCC prints for vector arguments without AVX; `isa` adds instruction-set
+    flags (`host_isa_flags`), which widen the SIMD vectors of items to one register."""
+    flags = ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
+             "-fno-math-errno", "-Wno-psabi", *isa]
     if openmp:
         flags.append("-fopenmp")
     return flags
+
+
+@functools.cache
+def host_isa_flags() -> tuple[str, ...]:
+    """`-mavx2 -mfma` when this machine's CPU has both (x86-64 Linux), else nothing.
+
+    Explicit flags rather than `-march=native`: the command line is part of the build
+    identity, so an artifact built for AVX2 is never keyed like one a machine without it
+    could load. Bazel actions pass no ISA flags (their outputs must not depend on the
+    build machine)."""
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            features = set(line.split(":", 1)[1].split())
+            return ("-mavx2", "-mfma") if {"avx2", "fma"} <= features else ()
+    return ()
 
 
 def cuda_flags(archs: Sequence[str]) -> list[str]:
@@ -203,8 +227,12 @@ def cuda_flags(archs: Sequence[str]) -> list[str]:
 
 
 def cpu_command(cxx: str, source: Path, output: Path, openmp: bool,
-                extra_flags: Sequence[str]) -> list[str]:
-    return [cxx, *cpu_flags(openmp), *extra_flags, "-x", "c++", str(source), "-o", str(output)]
+                extra_flags: Sequence[str], isa: Sequence[str] | None = None) -> list[str]:
+    """The host compiler's command line; `isa=None` means this machine's
+    (`host_isa_flags`), the Bazel action passes `()`."""
+    isa = host_isa_flags() if isa is None else tuple(isa)
+    return [cxx, *cpu_flags(openmp, isa), *extra_flags, "-x", "c++", str(source), "-o",
+            str(output)]
 
 
 def cuda_command(nvcc: str, source: Path, output: Path, archs: Sequence[str],

@@ -1,46 +1,103 @@
 """`generate(model, options)`: the generated sources of one artifact.
 
 Returns `{"grid.cuh": ..., "wrapper.cu": ...}`. `grid.cuh` holds, in namespace `grid`
-and templated on the scalar `T`: the portability prelude and spatial algebra, the robot's
-dimensions, and per algorithm its scratch layout, item function, kernel and host
-launcher; it ends with the C ABI types. `wrapper.cu` instantiates everything for the
-options' dtype and exports the descriptor. Identical inputs give byte-identical text.
+and templated on the scalar: the portability prelude, spatial algebra and SIMD vectors
+(the real headers of `grid_codegen/include/grid`), the robot's dimensions, the traced
+passes of the thread strategy (each emitted once, shared by the kernels that call them),
+then per algorithm and variant its item function, kernel and host launcher. `wrapper.cu`
+instantiates everything for the options' dtype and exports the descriptor with its
+variants and default dispatch tables. Identical inputs give byte-identical text.
 """
 
 from __future__ import annotations
 
+from grid_codegen import dispatch
 from grid_codegen.emit import BUILDERS
-from grid_codegen.emit.algorithm import MAX_INPUTS, EmitContext, emit_algorithm
+from grid_codegen.emit.algorithm import EmitContext, emit_level_item
+from grid_codegen.emit.kernels import VariantInfo, emit_level_variant, emit_thread_variant
 from grid_codegen.emit.prelude import emit_prelude
 from grid_codegen.emit.strategy import make_strategy
-from grid_codegen.emit.wrapper import emit_abi_types, emit_wrapper
+from grid_codegen.emit.thread import build_thread_item
+from grid_codegen.emit.wrapper import AlgorithmBuild, emit_wrapper
 from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.model import RobotModel
 from grid_codegen.options import CodegenOptions
+from grid_codegen.registry import MAX_INPUTS, Dims, algorithm
+from grid_codegen.symbolic.emit import PassLibrary
 
 
 def generate(model: RobotModel, options: CodegenOptions | None = None) -> dict[str, str]:
     """The files of the artifact for `model`: file name -> text."""
     options = options or CodegenOptions()
-    ctx = EmitContext(model=model, options=options, strategy=make_strategy(options.strategy),
-                      ee_frames=model.end_effector_frames(options.ee_joint_names or None))
-    specs = [BUILDERS[name](ctx) for name in options.algorithms]
+    ee_frames = model.end_effector_frames(options.ee_joint_names or None)
+    dims = Dims(model.nq, model.nv, model.nb, len(ee_frames))
+    strategies = dispatch.strategies_for(options.strategy)
+
+    library = PassLibrary()
+    thread_items = Writer()
+    kernels = Writer()
+    builds: list[AlgorithmBuild] = []
+    for name in options.algorithms:
+        entry = algorithm(name)
+        variants: list[VariantInfo] = []
+        ops = 0
+        if "thread" in strategies:
+            checkpoint = library.checkpoint()
+            text = Writer()
+            item = build_thread_item(library, model, ee_frames, options.runtime_inertia,
+                                     entry, dims, text)
+            ops = item.ops
+            if options.strategy == "thread" or ops <= dispatch.THREAD_MAX_OPS:
+                thread_items.extend(text)
+                thread_items.line()
+                variants.append(emit_thread_variant(kernels, entry, dims, item.name, ops))
+            else:
+                library.rollback(checkpoint)
+        for strategy in strategies:
+            if strategy == "thread":
+                continue
+            ctx = EmitContext(model=model, options=options, strategy=make_strategy(strategy),
+                              ee_frames=ee_frames)
+            spec = BUILDERS[name](ctx)
+            _check_ports(spec, entry, dims)
+            item_name = emit_level_item(ctx, kernels, spec)
+            variants.append(emit_level_variant(
+                kernels, entry, dims, strategy, item_name, spec.layout.size_constant,
+                ops, ctx.strategy.threads_per_block()))
+        model_variants = [dispatch.Variant(v.strategy, max(v.ops, ops)) for v in variants]
+        builds.append(AlgorithmBuild(
+            entry, tuple(variants),
+            tuple(dispatch.gpu_dispatch(model_variants, options.max_batch_size)),
+            tuple(dispatch.cpu_dispatch(model_variants))))
 
     w = Writer()
     emit_prelude(w, model.name)
     w.line()
     with w.namespace("grid"):
         w.line()
-        _emit_robot_constants(w, ctx)
-        for spec in specs:
-            emit_algorithm(ctx, w, spec)
-    w.line()
-    emit_abi_types(w)
-    return {"grid.cuh": w.text(), "wrapper.cu": emit_wrapper(ctx, specs)}
+        _emit_robot_constants(w, model, options, dims)
+        if library.passes:
+            w.comment("---- thread strategy: traced passes, then item functions ----")
+            w.line()
+            library.emit(w)
+            w.extend(thread_items)
+        w.comment("---- kernels and launchers ----")
+        w.line()
+        w.extend(kernels)
+    return {"grid.cuh": w.text(), "wrapper.cu": emit_wrapper(model, options, dims, builds)}
 
 
-def _emit_robot_constants(w: Writer, ctx: EmitContext) -> None:
-    model = ctx.model
+def _check_ports(spec, entry, dims: Dims) -> None:
+    """The level-synchronous emitters name their ports too: they must be the registry's."""
+    got = [(p.name, p.width, p.required) for p in spec.inputs]
+    want = [(p.name, p.width(dims), p.required) for p in entry.inputs]
+    if got != want or list(spec.output_shape) != list(entry.output_shape(dims)):
+        raise AssertionError(f"{entry.name}: emitter ports {got} / {spec.output_shape} differ "
+                             f"from the registry's {want} / {entry.output_shape(dims)}")
+
+
+def _emit_robot_constants(w: Writer, model: RobotModel, options: CodegenOptions,
+                          dims: Dims) -> None:
     w.comment(f"Robot '{comment_text(model.name)}': {model.nb} bodies, "
               f"{'floating' if model.floating_base else 'fixed'} base.")
     w.comment("Bodies (joint order): " + ", ".join(
@@ -48,9 +105,9 @@ def _emit_robot_constants(w: Writer, ctx: EmitContext) -> None:
     w.line(f"constexpr int kNq = {model.nq};")
     w.line(f"constexpr int kNv = {model.nv};")
     w.line(f"constexpr int kNb = {model.nb};")
-    w.line(f"constexpr int kNumEes = {len(ctx.ee_frames)};")
-    w.line(f"constexpr int kMaxBatch = {ctx.options.max_batch_size};")
-    runtime = "true" if ctx.options.runtime_inertia else "false"
+    w.line(f"constexpr int kNumEes = {dims.num_ees};")
+    w.line(f"constexpr int kMaxBatch = {options.max_batch_size};")
+    runtime = "true" if options.runtime_inertia else "false"
     w.line(f"constexpr bool kRuntimeInertia = {runtime};")
     w.line()
     w.doc("The arguments of every kernel: per-item inputs and output (batch on axis 0),\n"

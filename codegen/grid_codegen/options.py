@@ -14,21 +14,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-# The algorithms the emitters can build, in descriptor (id) order.
-ALGORITHMS: tuple[str, ...] = (
-    "inverse_dynamics",
-    "crba",
-    "minv",
-    "forward_dynamics",
-    "aba",
-    "end_effector_pose",
-    "end_effector_pose_gradient",
-    "inverse_dynamics_gradient",
-    "forward_dynamics_gradient",
-)
+from grid_codegen.registry import NAMES as ALGORITHMS
 
 DTYPES = ("float32", "float64")
-STRATEGIES = ("block", "thread")
+STRATEGIES = ("auto", "thread", "warp", "block")
 
 
 @dataclass(frozen=True)
@@ -42,9 +31,13 @@ class CodegenOptions:
         means the leaf bodies' frames (`RobotModel.end_effector_frames`). Order is kept.
     runtime_inertia: the dynamics read each body's 10 inertial parameters from the
         per-context table instead of baked constants.
-    strategy: how one batch item maps to GPU threads: "block" (one item per block,
-        threads across bodies of a tree level and across matrix entries) or "thread"
-        (one item per thread, serial straight-line code).
+    strategy: how one batch item maps to GPU threads. "thread": one item per thread,
+        straight-line code specialised to the robot (the CPU build runs it on SIMD
+        vectors of items); "warp": one item per warp (lanes across bodies of a tree
+        level, matrix entries and gradient columns, warp barriers); "block": one item per
+        thread block (GRiD's level-synchronous passes). "auto" (the default) builds every
+        strategy that suits the robot and picks one per algorithm and batch size at run
+        time (`grid_codegen.dispatch` says how).
     """
 
     dtype: str = "float32"
@@ -52,8 +45,8 @@ class CodegenOptions:
     algorithms: tuple[str, ...] = ALGORITHMS
     ee_joint_names: tuple[str, ...] = ()
     runtime_inertia: bool = False
-    strategy: str = "block"
-    _version: int = field(default=2, repr=False)
+    strategy: str = "auto"
+    _version: int = field(default=3, repr=False)
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:

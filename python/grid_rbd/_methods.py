@@ -1,9 +1,9 @@
-"""The one method table of the robot handles (numpy now; JAX and torch share it).
+"""The one method table of the robot handles (numpy, JAX and torch share it).
 
-Each public method is described once: the artifact algorithm it calls, its aliases, its
-inputs with their widths, its per-item output shape, whether it takes `gravity=` and
-which inputs a framework backward differentiates. Widths and shapes are written in the
-robot's dimensions (`Dim("nv")`, `Dim("nb", 6)`) and evaluated with `Dims`.
+Each public method is an algorithm of the registry (`grid_codegen.registry`, where its
+ports, shapes, aliases and differentiable inputs are written once); this module adds
+what a handle needs on top: signatures, docstrings and the check of an artifact's
+descriptor against the table.
 
 `out=` (all methods): a C-contiguous array of the handle dtype holding `B * prod(output)`
 scalars, shaped either `(B, *output)` or flat `(B, prod(output))`; the result is a view
@@ -16,52 +16,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-_DIM_LABELS = {
-    "nq": "configuration width nq",
-    "nv": "tangent width nv",
-    "nb": "body count nb",
-    "num_ees": "end-effector count num_ees",
-}
+from grid_codegen.registry import ALGORITHMS, Algorithm, Dim, Dims
+from grid_codegen.registry import Port as Input
 
-
-@dataclass(frozen=True)
-class Dims:
-    """A robot's dimensions: nq (configuration), nv (tangent), nb (bodies), num_ees."""
-
-    nq: int
-    nv: int
-    nb: int
-    num_ees: int
-
-
-@dataclass(frozen=True)
-class Dim:
-    """`factor * dims.<name>`."""
-
-    name: str
-    factor: int = 1
-
-    def __call__(self, dims: Dims) -> int:
-        return self.factor * getattr(dims, self.name)
-
-    def describe(self, dims: Dims) -> str:
-        """This width for error messages: 'tangent width nv is 18', '6*nb is 48 (nb = 8)'."""
-        if self.factor == 1:
-            return f"{_DIM_LABELS[self.name]} is {self(dims)}"
-        return f"{self} is {self(dims)} ({self.name} = {getattr(dims, self.name)})"
-
-    def __str__(self) -> str:
-        return self.name if self.factor == 1 else f"{self.factor}*{self.name}"
-
-
-@dataclass(frozen=True)
-class Input:
-    """One input: a `(B, width)` array; optional inputs default to None."""
-
-    name: str
-    width: Dim
-    required: bool = True
-    doc: str = ""
+__all__ = ["ALIASES", "BY_NAME", "METHODS", "Dim", "Dims", "Input", "Method", "resolve",
+           "check_against_artifact"]
 
 
 @dataclass(frozen=True)
@@ -119,40 +78,13 @@ class Method:
         return "\n".join(lines)
 
 
-NQ, NV, NB6, NEE6 = Dim("nq"), Dim("nv"), Dim("nb", 6), Dim("num_ees", 6)
-_Q = Input("q", NQ, doc="configuration; floating base [p(3), quat xyzw(4), joints]")
-_QD = Input("qd", NV, doc="tangent velocity; floating base [v_lin, omega, joints] (local)")
-_QDD = Input("qdd", NV, False, "acceleration; None means zero (the bias c = C qd + g)")
-_U = Input("u", NV, doc="generalized force (torque)")
-_FEXT = Input("f_ext", NB6, False, "one spatial force [f; tau] per body, local frame")
+def _method(a: Algorithm) -> Method:
+    return Method(a.name, a.inputs, a.output, a.uses_gravity, a.doc, a.aliases,
+                  a.differentiable, a.gradient)
 
-METHODS: tuple[Method, ...] = (
-    Method("inverse_dynamics", (_Q, _QD, _QDD, _FEXT), (NV,), True,
-           "Inverse dynamics (RNEA): tau = M(q) qdd + C(q, qd) qd + g(q) - J^T f_ext.",
-           aliases=("rnea",), differentiable=("q", "qd"),
-           gradient="inverse_dynamics_gradient"),
-    Method("crba", (_Q,), (NV, NV), False,
-           "The joint-space mass matrix M(q) (CRBA), full and symmetric."),
-    Method("minv", (_Q,), (NV, NV), False,
-           "The inverse mass matrix M(q)^-1, full and symmetric."),
-    Method("forward_dynamics", (_Q, _QD, _U, _FEXT), (NV,), True,
-           "Forward dynamics qdd = M(q)^-1 (u - c(q, qd, f_ext)).",
-           aliases=("fd",), differentiable=("q", "qd", "u"),
-           gradient="forward_dynamics_gradient"),
-    Method("aba", (_Q, _QD, _U, _FEXT), (NV,), True,
-           "Forward dynamics by the articulated-body algorithm.",
-           differentiable=("q", "qd", "u"), gradient="forward_dynamics_gradient"),
-    Method("end_effector_pose", (_Q,), (NEE6,), False,
-           "End-effector poses [x, y, z, roll, pitch, yaw] per end effector "
-           "(rpy as Pinocchio's matrixToRpy).",
-           differentiable=("q",), gradient="end_effector_pose_gradient"),
-    Method("end_effector_pose_gradient", (_Q,), (NEE6, NV), False,
-           "d(end-effector [xyz, rpy])/d(tangent): coordinate derivatives, nv columns."),
-    Method("inverse_dynamics_gradient", (_Q, _QD, _QDD, _FEXT), (NV, Dim("nv", 2)), True,
-           "[dtau/dq | dtau/dqd] of inverse dynamics (local tangent chart)."),
-    Method("forward_dynamics_gradient", (_Q, _QD, _U, _FEXT), (NV, Dim("nv", 2)), True,
-           "[dqdd/dq | dqdd/dqd] of forward dynamics (local tangent chart)."),
-)
+
+# One method per algorithm of the registry (grid_codegen.registry), in the same order.
+METHODS: tuple[Method, ...] = tuple(_method(a) for a in ALGORITHMS)
 
 BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}
 ALIASES: dict[str, str] = {alias: m.name for m in METHODS for alias in m.aliases}

@@ -1,11 +1,12 @@
-"""What every algorithm emitter shares: its interface record (`AlgorithmSpec`), the
-emission context, and the item function / kernel / host launcher around its passes.
+"""What the level-synchronous emitters (block and warp strategies) share: their
+interface record (`AlgorithmSpec`), the emission context, and the item function around
+their passes.
 
 An emitter module builds an `AlgorithmSpec`: its inputs and output shape (per batch
-item), its scratch `Layout` and a callback writing the body of the item function. The
-item function computes one batch item: `<name>_item<T>(s, args, item)` with `s` the
-item's scratch. `emit_algorithm` wraps it in a kernel (the strategy decides its form) and
-a host launcher `launch_<name><T>(args, stream)`.
+item, as the registry gives them), its scratch `Layout` and a callback writing the body
+of the item function. The item function computes one batch item:
+`<name>_<strategy>_item<T>(s, args, item)` with `s` the item's scratch;
+`grid_codegen.emit.kernels` wraps it in a kernel and a host launcher.
 """
 
 from __future__ import annotations
@@ -92,17 +93,21 @@ def emit_load(ctx: EmitContext, w: Writer, pairs: list[tuple[Buffer, Port]]) -> 
     ctx.strategy.barrier(w)
 
 
-def emit_algorithm(ctx: EmitContext, w: Writer, spec: AlgorithmSpec) -> None:
-    """Layout constants, item function, kernel and host launcher of `spec`."""
+def emit_level_item(ctx: EmitContext, w: Writer, spec: AlgorithmSpec) -> str:
+    """Layout constants and item function of `spec` under `ctx.strategy` (block or warp):
+    `<name>_<strategy>_item<T>(s, args, item)` with `s` the item's scratch. Returns the
+    item function's name; `spec.layout` names its scratch size."""
     if len(spec.inputs) > MAX_INPUTS:
         raise ValueError(f"{spec.name}: at most {MAX_INPUTS} inputs")
     strategy = ctx.strategy
     strategy.reset()
+    item = f"{spec.name}_{strategy.name}_item"
+    spec.layout.suffix = strategy.name
     body = Writer()
     body.doc(spec.doc)
     body.line("template <typename T>")
-    with body.block(f"GRID_DEVICE void {spec.name}_item(T* GRID_RESTRICT s, "
-                    f"const Args<T>& args, int item)"):
+    with body.block(f"GRID_DEVICE void {item}(T* GRID_RESTRICT s, const Args<T>& args, "
+                    "int item)"):
         for k, port in enumerate(spec.inputs):
             ptr = f"args.in[{k}] + (size_t)item * {port.width}"
             if not port.required:
@@ -111,41 +116,8 @@ def emit_algorithm(ctx: EmitContext, w: Writer, spec: AlgorithmSpec) -> None:
         body.line(f"T* GRID_RESTRICT out = args.out + (size_t)item * {spec.output_width};")
         spec.layout.emit_aliases(body)
         spec.emit_body(body)
-    threads = strategy.threads_per_block()
-    ns = spec.layout.namespace
-
     spec.layout.emit_constants(w)
-    w.line(f"constexpr int {spec.name}_threads = {threads};")
     w.line()
     w.extend(body)
     w.line()
-    w.doc(f"Kernel of `{spec.name}` ({strategy.name} strategy) over `args.batch` items.")
-    w.line("template <typename T>")
-    with w.block(f"GRID_KERNEL void {spec.name}_kernel(const Args<T> args)"):
-        w.line("const int batch = args.batch;")
-        strategy.emit_kernel(w, spec.name, f"{ns}::kSize")
-    w.line()
-    shared = f"sizeof(T) * {ns}::kSize" if strategy.name == "block" else "0"
-    w.doc(f"Dynamic shared memory of one `{spec.name}` block, in bytes.")
-    w.line("template <typename T>")
-    with w.block(f"constexpr size_t {spec.name}_shared_bytes()"):
-        w.line(f"return {shared};")
-    w.line()
-    w.doc(f"Per-device setup of `{spec.name}` (kernel image check, shared-memory opt-in).")
-    w.line("template <typename T>")
-    with w.block(f"inline int configure_{spec.name}()"):
-        w.line(f"return configure_kernel({spec.name}_kernel<T>, "
-               f"{spec.name}_shared_bytes<T>());")
-    w.line()
-    w.doc(f"Launch `{spec.name}` on `stream`; pointers are device pointers under nvcc.")
-    w.line("template <typename T>")
-    with w.block(f"inline int launch_{spec.name}(const Args<T>& args, grid_stream_t stream)"):
-        w.line("const int batch = args.batch;")
-        w.line("if (batch <= 0) return GRID_OK;")
-        w.line(f"const int threads = {spec.name}_threads;")
-        w.line(f"const int blocks = {strategy.grid_size('threads')};")
-        w.line("(void)threads; (void)blocks; (void)stream;")
-        w.line(f"GRID_LAUNCH({spec.name}_kernel<T>, blocks, threads, "
-               f"{spec.name}_shared_bytes<T>(), stream, args);")
-        w.line("return launch_status();")
-    w.line()
+    return item

@@ -61,12 +61,13 @@ class Layout:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.suffix = ""  # the strategy, when one algorithm has several layouts
         self._buffers: dict[str, Buffer] = {}
         self._size = 0
 
     @property
     def namespace(self) -> str:
-        return f"layout_{self.name}"
+        return f"layout_{self.name}" + (f"_{self.suffix}" if self.suffix else "")
 
     @property
     def size(self) -> int:

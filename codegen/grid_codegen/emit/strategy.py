@@ -9,8 +9,11 @@ results. A strategy decides what that becomes:
 * `BlockStrategy` (GRiD's): one batch item per thread block; the units of a step are
   spread over the block's threads (a `switch` picks each unit's specialised code),
   a barrier separates steps, the scratch is shared memory.
-* `ThreadStrategy`: one batch item per thread; steps become straight-line code in
-  topological order, barriers vanish, the scratch is a local array.
+* `WarpStrategy`: the same passes with one batch item per warp: units across its 32
+  lanes, warp barriers, several items per thread block.
+
+(The thread strategy is not scheduled here: it is straight-line code traced from the
+algorithms themselves, `grid_codegen.emit.thread`.)
 
 On the host build both reduce to plain loops over the item's work.
 """
@@ -106,56 +109,57 @@ class BlockStrategy(Strategy):
     def emit_kernel(self, w: Writer, name: str, scratch_size: str) -> None:
         with w.block("GRID_BLOCK_ITEM_LOOP(item, batch)"):
             w.line(f"GRID_BLOCK_SCRATCH(T, s, {scratch_size});")
-            w.line(f"{name}_item<T>(s, args, item);")
+            w.line(f"{name}<T>(s, args, item);")
             w.line("GRID_SYNC();  // the next item reuses the scratch")
 
     def grid_size(self, threads: str) -> str:
         return "batch"
 
 
-class ThreadStrategy(Strategy):
-    name = "thread"
+class WarpStrategy(BlockStrategy):
+    """One batch item per warp: the block strategy's passes with units across the 32
+    lanes and warp barriers, several items (warps) per thread block, each with its own
+    slice of the block's shared memory."""
+
+    name = "warp"
 
     @contextmanager
     def parallel(self, w: Writer, var: str, count: int | str) -> Iterator[None]:
-        with w.block(f"for (int {var} = 0; {var} < {count}; ++{var})"):
+        if isinstance(count, int):
+            self.note_width(count)
+        with w.block(f"GRID_LANE_LOOP({var}, {count})"):
             yield
 
     @contextmanager
     def single(self, w: Writer) -> Iterator[None]:
-        with w.block():
+        with w.block("GRID_LANE0"):
             yield
 
     def barrier(self, w: Writer) -> None:
-        return None
-
-    def schedule(self, w: Writer, steps: Sequence[Sequence[int]], emit_unit: EmitUnit,
-                 label: str) -> None:
-        for number, units in enumerate(steps):
-            if units:
-                w.comment(f"{label}, step {number}: {_describe(units)}")
-            for unit in units:
-                with w.block():
-                    emit_unit(w, unit)
+        w.line("GRID_WARP_SYNC();")
 
     def threads_per_block(self) -> int:
-        return 128
+        return WARPS_PER_BLOCK * 32
 
     def emit_kernel(self, w: Writer, name: str, scratch_size: str) -> None:
-        with w.block("GRID_THREAD_ITEM_LOOP(item, batch)"):
-            w.line(f"GRID_LOCAL_SCRATCH(T, s, {scratch_size});")
-            w.line(f"{name}_item<T>(s, args, item);")
+        with w.block("GRID_WARP_ITEM_LOOP(item, batch)"):
+            w.line(f"GRID_WARP_SCRATCH(T, s, {scratch_size});")
+            w.line(f"{name}<T>(s, args, item);")
+            w.line("GRID_WARP_SYNC();  // the next item reuses the scratch")
 
-    def grid_size(self, threads: str) -> str:
-        return f"(batch + {threads} - 1) / {threads}"
+
+WARPS_PER_BLOCK = 4
+"""Items (warps) per thread block of the warp strategy at its default launch width."""
 
 
 def make_strategy(name: str) -> Strategy:
+    """The scheduling of the level-synchronous emitters: "block" or "warp" (the thread
+    strategy is traced straight-line code, `grid_codegen.emit.thread`)."""
     if name == "block":
         return BlockStrategy()
-    if name == "thread":
-        return ThreadStrategy()
-    raise ValueError(f"unknown strategy {name!r}; expected 'block' or 'thread'")
+    if name == "warp":
+        return WarpStrategy()
+    raise ValueError(f"no level-synchronous strategy {name!r}; expected 'block' or 'warp'")
 
 
 def _describe(units: Sequence[int]) -> str:

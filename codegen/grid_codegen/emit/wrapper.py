@@ -1,136 +1,83 @@
-"""The artifact's C ABI: one versioned descriptor per artifact.
+"""The artifact's C ABI: one versioned descriptor per artifact (`grid/abi.h`).
 
-`grid.cuh` ends with the C declarations (`emit_abi_types`) so any consumer can include
-them; `wrapper.cu` (`emit_wrapper`) instantiates the kernels for the artifact's scalar and
-exports `extern "C" const grid_descriptor* grid_get_descriptor(void)`.
+`grid.cuh` ends with the ABI types (`grid_codegen.emit.prelude.emit_abi`, from the header
+the runtime includes too); `wrapper.cu` (`emit_wrapper`) instantiates the kernels for the
+artifact's scalar and exports `extern "C" const grid_descriptor* grid_get_descriptor(void)`.
 
 The artifact owns no device memory: `create_state` allocates a per-context state (the
-runtime inertia table) for its caller and `destroy_state` frees it; the item scratch is
-shared memory (GPU) or stack (CPU). Since ABI 2 the descriptor also exports the memory
-entry points (device and page-locked host allocation, copies, stream synchronisation) and
-the URDF's inertia table, so a runtime that owns a context's buffers is built with the host
-compiler alone, without the CUDA toolkit. On the GPU build every data pointer handed to
-`launch` is a device pointer and the launch goes on the given `cudaStream_t`; on the CPU
-build pointers are host pointers and the stream is ignored. Gravity crosses the ABI as a
-double for every dtype (the signed z component, default -9.81). ABI 3 adds `write_stamp`,
-the device-side store the JAX and torch backends stamp a forward's model version with.
+runtime inertia table and the dispatch tables) for its caller and `destroy_state` frees
+it; the item scratch is shared memory, registers or stack. On the GPU build every data
+pointer handed to `launch` is a device pointer and the launch goes on the given
+`cudaStream_t`; on the CPU build pointers are host pointers and the stream is ignored.
+Gravity crosses the ABI as a double for every dtype (the signed z component).
+
+ABI 4: an algorithm has one or more variants (strategies); `launch_ex` takes a launch
+configuration (a variant, threads per block or host threads, a grid cap) and otherwise
+dispatches by batch size through the state's table, which starts as the descriptor's
+default (the cost model's, `grid_codegen.dispatch`) and which `set_dispatch` replaces
+(the runtime installs a measured table). `launch` is `launch_ex` with the defaults.
 """
 
 from __future__ import annotations
 
-from grid_codegen.emit.algorithm import MAX_INPUTS, AlgorithmSpec, EmitContext
-from grid_codegen.emit.prelude import ERROR_CODES
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from grid_codegen.emit.kernels import VariantInfo
+from grid_codegen.emit.prelude import error_codes
 from grid_codegen.emit.writer import Writer, c_string, comment_text
+from grid_codegen.model import RobotModel
+from grid_codegen.options import CodegenOptions
+from grid_codegen.registry import MAX_INPUTS, Algorithm, Dims
 
-ABI_VERSION = 3
-
-_ABI_TYPES = r"""
-#ifndef GRID_ABI_TYPES_DEFINED
-#define GRID_ABI_TYPES_DEFINED
-#define GRID_ABI_VERSION %(abi)d
-#define GRID_MAX_INPUTS %(max_inputs)d
-#define GRID_ERROR_UNSUPPORTED 8
-/* The `kind` of grid_descriptor::copy. */
-#define GRID_COPY_HOST_TO_DEVICE 0
-#define GRID_COPY_DEVICE_TO_HOST 1
-#define GRID_COPY_DEVICE_TO_DEVICE 2
-extern "C" {
-
-/* One algorithm of the artifact; shapes are per batch item (batch is axis 0). */
-typedef struct grid_algorithm {
-  const char* name;
-  int32_t id;
-  int32_t num_inputs;
-  const char* input_names[GRID_MAX_INPUTS];
-  int32_t input_widths[GRID_MAX_INPUTS];   /* scalars per item */
-  int32_t input_required[GRID_MAX_INPUTS]; /* 0: the pointer may be NULL */
-  int32_t num_outputs;                     /* 1 */
-  int32_t output_rank;                     /* 1 or 2 */
-  int32_t output_shape[2];                 /* unused dimensions are 1 */
-  int32_t uses_gravity;
-  int32_t threads_per_block;
-  int64_t shared_bytes;                    /* dynamic shared memory per block */
-} grid_algorithm;
-
-/* What query_device reports: the current CUDA device, or the host. */
-typedef struct grid_device_info {
-  int32_t is_gpu;
-  int32_t device;
-  int32_t cc_major;
-  int32_t cc_minor;
-  int32_t multiprocessors;                 /* SMs, or host threads */
-  int32_t reserved;
-  int64_t total_memory;
-  int64_t free_memory;
-  int64_t shared_memory_optin;
-  char name[256];
-} grid_device_info;
-
-typedef struct grid_descriptor {
-  int32_t abi_version;
-  int32_t struct_size;
-  const char* robot_name;
-  int32_t nq, nv, nb, num_ees;
-  const char* dtype;                       /* "float32" | "float64" */
-  int32_t dtype_size;
-  int32_t max_batch;
-  const char* archs;                       /* "sm_90,..." or "cpu" */
-  const char* strategy;                    /* "block" | "thread" */
-  const char* options_json;                /* the canonical codegen options */
-  int32_t is_gpu;
-  int32_t runtime_inertia;
-  int32_t inertia_table_size;              /* nb * 10 */
-  int32_t num_algorithms;
-  const grid_algorithm* algorithms;
-  int (*create_state)(void** state_out);
-  void (*destroy_state)(void* state);
-  /* nb x 10 host scalars: m, m c (3), Ixx, Ixy, Iyy, Ixz, Iyz, Izz per body. */
-  int (*set_inertia_table)(void* state, const void* host_table);
-  int (*launch)(void* state, int32_t algorithm_id, const void* const* inputs,
-                void* const* outputs, int32_t batch, double gravity, void* stream);
-  int (*query_device)(grid_device_info* info);
-  const char* (*error_string)(int32_t code);
-  /* ABI 2: the URDF's inertia table and the memory entry points, so that a runtime can
-     own device memory without building against the CUDA toolkit. */
-  const void* default_inertia_table;       /* nb x 10 scalars of dtype, as above */
-  void* (*device_alloc)(size_t bytes);     /* device memory (host memory on the CPU) */
-  void (*device_free)(void* ptr);
-  void* (*host_alloc_pinned)(size_t bytes); /* page-locked (64-byte aligned on the CPU) */
-  void (*host_free_pinned)(void* ptr);
-  /* GRID_COPY_* kind; asynchronous on `stream` under CUDA, a memcpy on the CPU. */
-  int (*copy)(void* dst, const void* src, size_t bytes, int32_t kind, void* stream);
-  int (*synchronize)(void* stream);
-  /* ABI 3: stores `value` (8 bytes) at `dst` as work enqueued on `stream` (a one-thread
-     kernel under CUDA, so a captured graph keeps the value it was captured with; a store
-     on the CPU). Framework backends stamp the model version with it. */
-  int (*write_stamp)(void* dst, uint64_t value, void* stream);
-} grid_descriptor;
-
-}  /* extern "C" */
-#endif
-"""
+ABI_VERSION = 4
+MAX_VARIANTS = 4
+MAX_DISPATCH = 8
 
 
-def emit_abi_types(w: Writer) -> None:
-    w.raw(_ABI_TYPES % {"abi": ABI_VERSION, "max_inputs": MAX_INPUTS})
+@dataclass(frozen=True)
+class AlgorithmBuild:
+    """One algorithm as built: its registry entry, its variants (in descriptor order) and
+    the default dispatch tables `[(min_batch, variant), ...]` of the GPU and CPU builds."""
+
+    algorithm: Algorithm
+    variants: tuple[VariantInfo, ...]
+    gpu_dispatch: tuple[tuple[int, int], ...]
+    cpu_dispatch: tuple[tuple[int, int], ...]
 
 
-def _algorithm_entry(spec: AlgorithmSpec, index: int) -> str:
-    pad = MAX_INPUTS - len(spec.inputs)
-    names = [c_string(p.name) for p in spec.inputs] + ["nullptr"] * pad
-    widths = [str(p.width) for p in spec.inputs] + ["0"] * pad
-    required = [str(int(p.required)) for p in spec.inputs] + ["0"] * pad
-    shape = list(spec.output_shape) + [1] * (2 - len(spec.output_shape))
-    return (f"{{{c_string(spec.name)}, {index}, {len(spec.inputs)}, "
+def _algorithm_entry(build: AlgorithmBuild, index: int, dims: Dims, dispatch: Sequence
+                     ) -> str:
+    a = build.algorithm
+    pad = MAX_INPUTS - len(a.inputs)
+    names = [c_string(p.name) for p in a.inputs] + ["nullptr"] * pad
+    widths = [str(p.width(dims)) for p in a.inputs] + ["0"] * pad
+    required = [str(int(p.required)) for p in a.inputs] + ["0"] * pad
+    shape = list(a.output_shape(dims)) + [1] * (2 - len(a.output))
+    variants = []
+    for v in build.variants:
+        variants.append(f"{{{c_string(v.strategy)}, {v.threads}, {v.max_threads}, "
+                        f"{v.items_per_block}, 0, (int64_t)grid::{a.name}_{v.strategy}"
+                        f"_shared_bytes<Scalar>(), {v.ops}}}")
+    variants += ["{nullptr, 0, 0, 0, 0, 0, 0}"] * (MAX_VARIANTS - len(build.variants))
+    thresholds = [str(b) for b, _ in dispatch] + ["0"] * (MAX_DISPATCH - len(dispatch))
+    chosen = [str(k) for _, k in dispatch] + ["0"] * (MAX_DISPATCH - len(dispatch))
+    return (f"{{{c_string(a.name)}, {index}, {len(a.inputs)}, "
             f"{{{', '.join(names)}}}, {{{', '.join(widths)}}}, {{{', '.join(required)}}}, "
-            f"1, {len(spec.output_shape)}, {{{shape[0]}, {shape[1]}}}, "
-            f"{int(spec.uses_gravity)}, grid::{spec.name}_threads, "
-            f"(int64_t)grid::{spec.name}_shared_bytes<Scalar>()}}")
+            f"1, {len(a.output)}, {{{shape[0]}, {shape[1]}}}, {int(a.uses_gravity)}, "
+            f"{len(build.variants)}, {{{', '.join(variants)}}}, "
+            f"{len(dispatch)}, {{{', '.join(thresholds)}}}, {{{', '.join(chosen)}}}}}")
 
 
-def emit_wrapper(ctx: EmitContext, specs: list[AlgorithmSpec]) -> str:
+def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
+                 builds: Sequence[AlgorithmBuild]) -> str:
     """The text of `wrapper.cu`."""
-    model, options = ctx.model, ctx.options
+    for b in builds:
+        if not 1 <= len(b.variants) <= MAX_VARIANTS:
+            raise ValueError(f"{b.algorithm.name}: 1..{MAX_VARIANTS} variants")
+        for table in (b.gpu_dispatch, b.cpu_dispatch):
+            if not 1 <= len(table) <= MAX_DISPATCH or table[0][0] != 1:
+                raise ValueError(f"{b.algorithm.name}: bad dispatch table {table}")
     w = Writer()
     w.line("// wrapper.cu: the C ABI of the grid-rbd artifact for robot "
            f"'{comment_text(model.name)}'.")
@@ -153,51 +100,73 @@ def emit_wrapper(ctx: EmitContext, specs: list[AlgorithmSpec]) -> str:
     with w.namespace(""):
         w.line(f"using Scalar = {options.scalar};")
         w.line(f"constexpr int kInertiaSize = {10 * model.nb};")
-        w.line(f"constexpr int kNumAlgorithms = {len(specs)};")
+        w.line(f"constexpr int kNumAlgorithms = {len(builds)};")
         w.line()
-        w.doc("Per-context state: the runtime inertia table (device memory under nvcc).")
+        w.line("#if GRID_IS_CUDA")
+        _emit_table(w, builds, dims, "gpu_dispatch")
+        w.line("#else")
+        _emit_table(w, builds, dims, "cpu_dispatch")
+        w.line("#endif")
+        w.line()
+        w.doc("Per-context state: the runtime inertia table (device memory under nvcc) and\n"
+              "one dispatch table per algorithm (batch thresholds -> variant).")
         with w.block("struct State", "};"):
             w.line("Scalar* inertia = nullptr;")
+            w.line("int32_t dispatch_count[kNumAlgorithms];")
+            w.line(f"int32_t dispatch_min_batch[kNumAlgorithms][{MAX_DISPATCH}];")
+            w.line(f"int32_t dispatch_variant[kNumAlgorithms][{MAX_DISPATCH}];")
             w.line("~State() { grid::device_free(inertia); }")
-        w.line()
-        w.line("const grid_algorithm kAlgorithms[] = {")
-        with w.indented():
-            for k, spec in enumerate(specs):
-                w.line(_algorithm_entry(spec, k) + ",")
-        w.line("};")
         w.line()
         with w.block("const char* error_string(int32_t code)"):
             with w.block("switch (code)"):
-                for name, _, text in ERROR_CODES:
+                for name, _, text in error_codes():
                     w.line(f"case {name}: return {c_string(text)};")
-                w.line('case GRID_ERROR_UNSUPPORTED: return "this artifact was built without '
-                       'runtime_inertia";')
                 w.line('default: return "unknown error code";')
         w.line()
-        _emit_state_functions(w, ctx, specs)
-        _emit_launch(w, specs)
+        _emit_state_functions(w, model, options, builds)
+        _emit_dispatch(w)
+        _emit_launch(w, builds)
         _emit_write_stamp(w)
         _emit_query_device(w)
     w.line()
-    _emit_descriptor(w, ctx, specs)
+    _emit_descriptor(w, model, options, len(builds))
     return w.text()
 
 
-def _emit_state_functions(w: Writer, ctx: EmitContext, specs: list[AlgorithmSpec]) -> None:
-    runtime = ctx.options.runtime_inertia
-    params = [x for body in ctx.model.bodies for x in body.inertia.dynamic_parameters()]
+def _emit_table(w: Writer, builds: Sequence[AlgorithmBuild], dims: Dims, table: str) -> None:
+    w.line("const grid_algorithm kAlgorithms[] = {")
+    with w.indented():
+        for k, b in enumerate(builds):
+            w.line(_algorithm_entry(b, k, dims, getattr(b, table)) + ",")
+    w.line("};")
+
+
+def _emit_state_functions(w: Writer, model: RobotModel, options: CodegenOptions,
+                          builds: Sequence[AlgorithmBuild]) -> None:
+    runtime = options.runtime_inertia
+    params = [x for body in model.bodies for x in body.inertia.dynamic_parameters()]
     values = ", ".join(repr(float(x)) for x in params)
     w.doc("The URDF's inertias (the baked constants; the initial runtime table).")
     w.line(f"const Scalar kDefaultInertia[kInertiaSize] = {{{values}}};")
+    w.line()
+    with w.block("void reset_dispatch(State* state, int id)"):
+        w.line("const grid_algorithm& a = kAlgorithms[id];")
+        w.line("state->dispatch_count[id] = a.num_dispatch;")
+        with w.block("for (int k = 0; k < a.num_dispatch; ++k)"):
+            w.line("state->dispatch_min_batch[id][k] = a.dispatch_min_batch[k];")
+            w.line("state->dispatch_variant[id][k] = a.dispatch_variant[k];")
     w.line()
     with w.block("int create_state(void** state_out)"):
         w.line("if (state_out == nullptr) return GRID_ERROR_NULL_POINTER;")
         w.line("*state_out = nullptr;")
         w.line("int rc = GRID_OK;")
-        for spec in specs:
-            w.line(f"if ((rc = grid::configure_{spec.name}<Scalar>()) != GRID_OK) return rc;")
+        for b in builds:
+            for v in b.variants:
+                w.line(f"if ((rc = grid::configure_{b.algorithm.name}_{v.strategy}<Scalar>()) "
+                       "!= GRID_OK) return rc;")
         w.line("std::unique_ptr<State> state(new (std::nothrow) State());")
         w.line("if (!state) return GRID_ERROR_OUT_OF_MEMORY;")
+        w.line("for (int id = 0; id < kNumAlgorithms; ++id) reset_dispatch(state.get(), id);")
         if runtime:
             w.line("const size_t bytes = sizeof(Scalar) * kInertiaSize;")
             w.line("state->inertia = static_cast<Scalar*>(grid::device_alloc(bytes));")
@@ -220,8 +189,45 @@ def _emit_state_functions(w: Writer, ctx: EmitContext, specs: list[AlgorithmSpec
     w.line()
 
 
-def _emit_launch(w: Writer, specs: list[AlgorithmSpec]) -> None:
-    with w.block("int launch(void* state, int32_t algorithm_id, const void* const* inputs, "
+def _emit_dispatch(w: Writer) -> None:
+    with w.block("int set_dispatch(void* state, int32_t algorithm_id, int32_t count, "
+                 "const int32_t* min_batch, const int32_t* variant)"):
+        w.line("if (state == nullptr) return GRID_ERROR_NULL_POINTER;")
+        w.line("if (algorithm_id < 0 || algorithm_id >= kNumAlgorithms) "
+               "return GRID_ERROR_UNKNOWN_ALGORITHM;")
+        w.line("State* st = static_cast<State*>(state);")
+        with w.block("if (count == 0)"):
+            w.line("reset_dispatch(st, algorithm_id);")
+            w.line("return GRID_OK;")
+        w.line(f"if (count < 0 || count > {MAX_DISPATCH}) return GRID_ERROR_INVALID_ARGUMENT;")
+        w.line("if (min_batch == nullptr || variant == nullptr) return GRID_ERROR_NULL_POINTER;")
+        w.line("const int n = kAlgorithms[algorithm_id].num_variants;")
+        w.line("if (min_batch[0] != 1) return GRID_ERROR_INVALID_ARGUMENT;")
+        with w.block("for (int k = 0; k < count; ++k)"):
+            w.line("if (variant[k] < 0 || variant[k] >= n) return GRID_ERROR_INVALID_ARGUMENT;")
+            w.line("if (k > 0 && min_batch[k] <= min_batch[k - 1]) "
+                   "return GRID_ERROR_INVALID_ARGUMENT;")
+        w.line("st->dispatch_count[algorithm_id] = count;")
+        with w.block("for (int k = 0; k < count; ++k)"):
+            w.line("st->dispatch_min_batch[algorithm_id][k] = min_batch[k];")
+            w.line("st->dispatch_variant[algorithm_id][k] = variant[k];")
+        w.line("return GRID_OK;")
+    w.line()
+    with w.block("int32_t chosen_variant(void* state, int32_t algorithm_id, int32_t batch)"):
+        w.line("if (state == nullptr || algorithm_id < 0 || algorithm_id >= kNumAlgorithms) "
+               "return -1;")
+        w.line("const State* st = static_cast<const State*>(state);")
+        w.line("int32_t chosen = st->dispatch_variant[algorithm_id][0];")
+        with w.block("for (int k = 1; k < st->dispatch_count[algorithm_id]; ++k)"):
+            w.line("if (batch >= st->dispatch_min_batch[algorithm_id][k]) "
+                   "chosen = st->dispatch_variant[algorithm_id][k];")
+        w.line("return chosen;")
+    w.line()
+
+
+def _emit_launch(w: Writer, builds: Sequence[AlgorithmBuild]) -> None:
+    with w.block("int launch_ex(void* state, int32_t algorithm_id, "
+                 "const grid_launch_config* config, const void* const* inputs, "
                  "void* const* outputs, int32_t batch, double gravity, void* stream)"):
         w.line("if (state == nullptr) return GRID_ERROR_NULL_POINTER;")
         w.line("if (algorithm_id < 0 || algorithm_id >= kNumAlgorithms) "
@@ -232,6 +238,12 @@ def _emit_launch(w: Writer, specs: list[AlgorithmSpec]) -> None:
         w.line("const grid_algorithm& algorithm = kAlgorithms[algorithm_id];")
         w.line("if (outputs == nullptr || outputs[0] == nullptr) return GRID_ERROR_NULL_POINTER;")
         w.line("if (inputs == nullptr) return GRID_ERROR_NULL_POINTER;")
+        w.line("grid_launch_config cfg = {};")
+        w.line("if (config != nullptr) cfg = *config;")
+        w.line("if (cfg.variant < 0 || cfg.variant > algorithm.num_variants || cfg.threads < 0 ||")
+        w.line("    cfg.max_blocks < 0) return GRID_ERROR_INVALID_ARGUMENT;")
+        w.line("const int variant = cfg.variant > 0 ? cfg.variant - 1 : "
+               "chosen_variant(state, algorithm_id, batch);")
         w.line("grid::Args<Scalar> args = {};")
         with w.block("for (int k = 0; k < algorithm.num_inputs; ++k)"):
             w.line("args.in[k] = static_cast<const Scalar*>(inputs[k]);")
@@ -242,10 +254,17 @@ def _emit_launch(w: Writer, specs: list[AlgorithmSpec]) -> None:
         w.line("args.gravity = static_cast<Scalar>(gravity);")
         w.line("args.batch = batch;")
         w.line("const grid_stream_t s = reinterpret_cast<grid_stream_t>(stream);")
-        with w.block("switch (algorithm_id)"):
-            for k, spec in enumerate(specs):
-                w.line(f"case {k}: return grid::launch_{spec.name}<Scalar>(args, s);")
-            w.line("default: return GRID_ERROR_UNKNOWN_ALGORITHM;")
+        with w.block("switch (algorithm_id * 16 + variant)"):
+            for k, b in enumerate(builds):
+                for j, v in enumerate(b.variants):
+                    w.line(f"case {16 * k + j}: return grid::launch_{b.algorithm.name}_"
+                           f"{v.strategy}<Scalar>(args, cfg, s);")
+            w.line("default: return GRID_ERROR_INVALID_ARGUMENT;")
+    w.line()
+    with w.block("int launch(void* state, int32_t algorithm_id, const void* const* inputs, "
+                 "void* const* outputs, int32_t batch, double gravity, void* stream)"):
+        w.line("return launch_ex(state, algorithm_id, nullptr, inputs, outputs, batch, "
+               "gravity, stream);")
     w.line()
 
 
@@ -302,11 +321,12 @@ def _emit_query_device(w: Writer) -> None:
         w.line("return GRID_OK;")
 
 
-def _emit_descriptor(w: Writer, ctx: EmitContext, specs: list[AlgorithmSpec]) -> None:
-    model, options = ctx.model, ctx.options
+def _emit_descriptor(w: Writer, model: RobotModel, options: CodegenOptions,
+                     num_algorithms: int) -> None:
+    simd = "grid::simd_width<Scalar>()"
     fields = [
         "GRID_ABI_VERSION", "(int32_t)sizeof(grid_descriptor)", c_string(model.name),
-        str(model.nq), str(model.nv), str(model.nb), str(len(ctx.ee_frames)),
+        str(model.nq), str(model.nv), str(model.nb), "grid::kNumEes",
         c_string(options.dtype), "(int32_t)sizeof(Scalar)", "grid::kMaxBatch",
         "GRID_COMPILED_ARCHS", c_string(options.strategy),
         c_string(options.canonical_json()), "GRID_IS_CUDA", str(int(options.runtime_inertia)),
@@ -314,8 +334,14 @@ def _emit_descriptor(w: Writer, ctx: EmitContext, specs: list[AlgorithmSpec]) ->
         "set_inertia_table", "launch", "query_device", "error_string",
         "kDefaultInertia", "grid::device_alloc", "grid::device_free", "grid::host_alloc_pinned",
         "grid::host_free_pinned", "grid::copy", "grid::synchronize", "write_stamp",
+        "launch_ex", "set_dispatch", "chosen_variant", "GRID_SIMD_WIDTH", "0",
     ]
     w.doc("The artifact's one exported symbol.")
+    w.line("#if GRID_IS_CUDA")
+    w.line("#define GRID_SIMD_WIDTH 1")
+    w.line("#else")
+    w.line(f"#define GRID_SIMD_WIDTH {simd}")
+    w.line("#endif")
     with w.block('extern "C" GRID_EXPORT const grid_descriptor* grid_get_descriptor(void)'):
         w.line("static const grid_descriptor descriptor = {")
         with w.indented():
@@ -323,3 +349,4 @@ def _emit_descriptor(w: Writer, ctx: EmitContext, specs: list[AlgorithmSpec]) ->
                 w.line(field + ",")
         w.line("};")
         w.line("return &descriptor;")
+    _ = num_algorithms

@@ -1,16 +1,12 @@
-"""Generic spatial-algebra functions emitted once into `grid.cuh` (namespace `grid`).
-
-Conventions (Pinocchio's): spatial vectors `[linear; angular]`; a compact transform
-`X[12]` is a placement `(R, p)`, `R` row-major in `X[0..8]`, `p` in `X[9..11]`, with
-`x_parent = R x_child + p`. As a motion transform it maps parent coordinates to child
-ones (Featherstone's `Xup`, Pinocchio's `act_inv`); its transpose maps child forces to
-the parent. A rigid-body inertia `I[10]` is Pinocchio's dynamic-parameter vector about the
-frame origin `[m, h = m c (3), Ixx, Ixy, Iyy, Ixz, Iyz, Izz]`. 6x6 matrices are row-major.
-"""
-
-from __future__ import annotations
-
-SPATIAL_HELPERS = r"""
+/* grid/spatial.h: spatial algebra for the block and warp strategies.
+ *
+ * Conventions (Pinocchio's): spatial vectors [linear; angular]; a compact transform
+ * X[12] is a placement (R, p), R row-major in X[0..8], p in X[9..11], with
+ * x_parent = R x_child + p. As a motion transform it maps parent coordinates to child
+ * ones (Featherstone's Xup, Pinocchio's act_inv); its transpose maps child forces to the
+ * parent. A rigid-body inertia I[10] is Pinocchio's dynamic-parameter vector about the
+ * frame origin [m, h = m c (3), Ixx, Ixy, Iyy, Ixz, Iyz, Izz]. 6x6 matrices are row-major.
+ */
 namespace grid {
 
 GRID_INLINE float sqrt_(float x) { return sqrtf(x); }
@@ -263,4 +259,3 @@ GRID_INLINE void rotation_to_rpy(const T* R, T* rpy) {
 }
 
 }  // namespace grid
-"""

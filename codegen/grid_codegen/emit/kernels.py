@@ -1,0 +1,209 @@
+"""Kernels and host launchers of every variant, one text for nvcc and the host compiler.
+
+Each variant of an algorithm gets
+* a kernel `<alg>_<strategy>_kernel<T>(Args<T>)` with its launch bound stated;
+* `configure_<alg>_<strategy><T>()`: the per-device setup (kernel image check, the
+  shared-memory opt-in above 48 KiB);
+* `launch_<alg>_<strategy><T>(args, config, stream)`: the launch. On the GPU it sizes the
+  grid from the batch and the configuration (threads per block, a grid cap with the rest
+  grid-striding); on the CPU every strategy runs SIMD tiles of items (grid/simd.h: the
+  thread strategy on plain vector types, the block and warp strategies on `lanes`)
+  across `config.threads` host threads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grid_codegen.emit.writer import Writer
+from grid_codegen.registry import Algorithm, Dims
+
+THREAD_BLOCK = 128
+THREAD_MAX_BLOCK = 256
+WARP_BLOCK = 128
+WARP_MAX_BLOCK = 256
+BLOCK_MAX_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class VariantInfo:
+    """What the descriptor says of one variant (C++ expressions for the sizes)."""
+
+    strategy: str
+    threads: int
+    max_threads: int
+    items_per_block: int
+    shared_bytes: str  # a C++ expression of T
+    ops: int
+
+
+def _input_pointer(algorithm: Algorithm, dims: Dims, k: int, index: str) -> str:
+    port = algorithm.inputs[k]
+    ptr = f"args.in[{k}] + {index} * {port.width(dims)}"
+    return ptr if port.required else f"args.in[{k}] != nullptr ? {ptr} : nullptr"
+
+
+def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
+                        ops: int) -> VariantInfo:
+    """Kernel and launcher of the thread strategy over the item function `item`."""
+    name = f"{algorithm.name}_thread"
+    out_width = algorithm.output_size(dims)
+    widths = [p.width(dims) for p in algorithm.inputs]
+    w.doc(f"Kernel of `{algorithm.name}` (thread strategy): one item per thread.")
+    w.line("template <typename T>")
+    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({THREAD_MAX_BLOCK}) "
+                 f"{name}_kernel(const Args<T> args)"):
+        w.line("const int batch = args.batch;")
+        with w.block("GRID_THREAD_ITEM_LOOP(item, batch)"):
+            w.line("const size_t i = (size_t)item;")
+            args = [_input_pointer(algorithm, dims, k, "i") for k in range(len(widths))]
+            args += ["args.inertia", "args.gravity", f"args.out + i * {out_width}"]
+            w.line(f"{item}<T, T>({', '.join(args)});")
+    w.line()
+    _emit_configure(w, name, "0")
+    w.doc(f"Launch `{algorithm.name}` (thread strategy) on `stream`.")
+    w.line("template <typename T>")
+    with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
+                 " grid_stream_t stream)"):
+        w.line("#if GRID_IS_CUDA")
+        w.line(f"const int threads = cfg.threads > 0 ? cfg.threads : {THREAD_BLOCK};")
+        w.line(f"if (threads > {THREAD_MAX_BLOCK} || threads % 32 != 0) "
+               "return GRID_ERROR_INVALID_ARGUMENT;")
+        w.line("int blocks = (args.batch + threads - 1) / threads;")
+        w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
+        w.line(f"{name}_kernel<T><<<blocks, threads, 0, stream>>>(args);")
+        w.line("return launch_status();")
+        w.line("#else")
+        w.line("(void)stream;")
+        w.line("typedef vec<T> V;")
+        w.line("constexpr int W = simd_width<T>();")
+        w.line("const int tiles = (args.batch + W - 1) / W;")
+        w.line(f"const int threads = host_threads(cfg.threads, tiles, {ops});")
+        with w.block("auto tile = [&args](int t)", "};"):
+            w.line("const int first = t * W;")
+            w.line("const int count = args.batch - first < W ? args.batch - first : W;")
+            for k, (port, width) in enumerate(zip(algorithm.inputs, widths, strict=True)):
+                w.line(f"V in{k}[{width}];")
+                w.line(f"const V* {port.name} = load_tile(args.in[{k}], {width}, first, "
+                       f"count, in{k});")
+            w.line(f"V out[{out_width}];")
+            call = [p.name for p in algorithm.inputs] + ["args.inertia", "args.gravity", "out"]
+            w.line(f"{item}<V, T>({', '.join(call)});")
+            w.line(f"store_tile(out, {out_width}, first, count, args.out);")
+        w.line("#if defined(_OPENMP)")
+        with w.block("if (threads > 1)"):
+            w.line("#pragma omp parallel for num_threads(threads) schedule(static)")
+            w.line("for (int t = 0; t < tiles; ++t) tile(t);")
+            w.line("return GRID_OK;")
+        w.line("#endif")
+        w.line("for (int t = 0; t < tiles; ++t) tile(t);")
+        w.line("return GRID_OK;")
+        w.line("#endif")
+    w.line()
+    return VariantInfo("thread", THREAD_BLOCK, THREAD_MAX_BLOCK, THREAD_BLOCK, "0", ops)
+
+
+def emit_level_variant(w: Writer, algorithm: Algorithm, dims: Dims, strategy: str,
+                       item: str, scratch_size: str, ops: int, block_threads: int
+                       ) -> VariantInfo:
+    """Kernel and launcher of the block or warp strategy over the item function `item`
+    (`scratch_size`: the C++ constant of its scalars of scratch per item;
+    `block_threads`: the block strategy's default width, enough for its widest step)."""
+    name = f"{algorithm.name}_{strategy}"
+    if strategy == "block":
+        default, bound, per_block = block_threads, BLOCK_MAX_BLOCK, 1
+        loop, scratch, sync = "GRID_BLOCK_ITEM_LOOP", "GRID_BLOCK_SCRATCH", "GRID_SYNC()"
+    else:
+        default, bound, per_block = WARP_BLOCK, WARP_MAX_BLOCK, WARP_BLOCK // 32
+        loop, scratch, sync = "GRID_WARP_ITEM_LOOP", "GRID_WARP_SCRATCH", "GRID_WARP_SYNC()"
+    w.doc(f"Kernel of `{algorithm.name}` ({strategy} strategy): one item per "
+          f"{'thread block' if strategy == 'block' else 'warp'}.")
+    w.line("template <typename T>")
+    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({bound}) "
+                 f"{name}_kernel(const Args<T> args)"):
+        w.line("const int batch = args.batch;")
+        with w.block(f"{loop}(item, batch)"):
+            w.line(f"{scratch}(T, s, {scratch_size});")
+            w.line(f"{item}<T>(s, args, item);")
+            w.line(f"{sync};  // the next item reuses the scratch")
+    w.line()
+    shared = f"sizeof(T) * {scratch_size} * {per_block}"
+    _emit_configure(w, name, shared)
+    w.doc(f"Launch `{algorithm.name}` ({strategy} strategy) on `stream`.")
+    w.line("template <typename T>")
+    with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
+                 " grid_stream_t stream)"):
+        w.line("#if GRID_IS_CUDA")
+        w.line(f"const int threads = cfg.threads > 0 ? cfg.threads : {default};")
+        w.line(f"if (threads > {bound} || threads % 32 != 0) "
+               "return GRID_ERROR_INVALID_ARGUMENT;")
+        if strategy == "block":
+            w.line("const size_t shared = sizeof(T) * " + scratch_size + ";")
+            w.line("int blocks = args.batch;")
+        else:
+            w.line("const int per_block = threads / 32;")
+            w.line(f"const size_t shared = sizeof(T) * {scratch_size} * per_block;")
+            w.line("int blocks = (args.batch + per_block - 1) / per_block;")
+            with w.block(f"if (shared > {name}_shared_bytes<T>())"):
+                w.line("const int rc = opt_in_shared(" + name + "_kernel<T>, shared);")
+                w.line("if (rc != GRID_OK) return rc;")
+        w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
+        w.line(f"{name}_kernel<T><<<blocks, threads, shared, stream>>>(args);")
+        w.line("return launch_status();")
+        w.line("#else")
+        _emit_level_host(w, algorithm, dims, item, scratch_size, ops)
+        w.line("#endif")
+    w.line()
+    return VariantInfo(strategy, default, bound, per_block, f"{name}_shared_bytes<T>()", ops)
+
+
+def _emit_level_host(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
+                     scratch_size: str, ops: int) -> None:
+    """The host path of a level-synchronous variant: the item function on `lanes<T>`
+    (SIMD vectors of items), one tile of items per call, tiles across host threads."""
+    out_width = algorithm.output_size(dims)
+    w.line("(void)stream;")
+    w.line("typedef lanes<T> V;")
+    w.line("constexpr int W = simd_width<T>();")
+    w.line("const int tiles = (args.batch + W - 1) / W;")
+    w.line(f"const int threads = host_threads(cfg.threads, tiles, {max(ops, 1) * 3});")
+    w.line(f"V inertia[{10 * dims.nb}];")
+    with w.block("if (args.inertia != nullptr)"):
+        w.line(f"for (int k = 0; k < {10 * dims.nb}; ++k) inertia[k] = V(args.inertia[k]);")
+    with w.block("auto tile = [&args, &inertia](int t)", "};"):
+        w.line("const int first = t * W;")
+        w.line("const int count = args.batch - first < W ? args.batch - first : W;")
+        w.line("Args<V> a = {};")
+        for k, port in enumerate(algorithm.inputs):
+            width = port.width(dims)
+            w.line(f"V in{k}[{width}];")
+            w.line(f"a.in[{k}] = load_tile(args.in[{k}], {width}, first, count, in{k});")
+        w.line(f"V out[{out_width}];")
+        w.line("a.out = out;")
+        w.line("a.inertia = args.inertia != nullptr ? inertia : nullptr;")
+        w.line("a.gravity = V(args.gravity);")
+        w.line("a.batch = 1;")
+        w.line(f"V s[{scratch_size}];")
+        w.line(f"{item}<V>(s, a, 0);")
+        w.line(f"store_tile(out, {out_width}, first, count, args.out);")
+    w.line("#if defined(_OPENMP)")
+    with w.block("if (threads > 1)"):
+        w.line("#pragma omp parallel for num_threads(threads) schedule(static)")
+        w.line("for (int t = 0; t < tiles; ++t) tile(t);")
+        w.line("return GRID_OK;")
+    w.line("#endif")
+    w.line("for (int t = 0; t < tiles; ++t) tile(t);")
+    w.line("return GRID_OK;")
+
+
+def _emit_configure(w: Writer, name: str, shared: str) -> None:
+    w.doc(f"Dynamic shared memory of one `{name}` block at the default width, in bytes.")
+    w.line("template <typename T>")
+    with w.block(f"constexpr size_t {name}_shared_bytes()"):
+        w.line(f"return {shared};")
+    w.line()
+    w.doc(f"Per-device setup of `{name}` (kernel image check, shared-memory opt-in).")
+    w.line("template <typename T>")
+    with w.block(f"inline int configure_{name}()"):
+        w.line(f"return configure_kernel({name}_kernel<T>, {name}_shared_bytes<T>());")
+    w.line()

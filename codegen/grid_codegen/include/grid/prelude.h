@@ -1,0 +1,84 @@
+/* grid/prelude.h: the portability layer at the top of every generated grid.cuh.
+ *
+ * One text, two targets. Under nvcc (__CUDACC__) the strategies map a batch item to a
+ * thread (thread strategy), a warp (warp strategy) or a thread block (block strategy);
+ * loops over an item's independent work stride over lanes or threads, barriers are
+ * __syncwarp() / __syncthreads(), the item's scratch is shared memory. Under the host
+ * compiler an item's loops are plain loops, barriers vanish, the scratch is a stack
+ * array, the batch loop is an OpenMP loop, and the thread strategy runs on SIMD vectors
+ * of items (grid/simd.h). Everything CUDA-specific in the generated source lives here.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+#define GRID_IS_CUDA 1
+#define GRID_HOST_DEVICE __host__ __device__
+#define GRID_INLINE __host__ __device__ __forceinline__
+#define GRID_NOINLINE __host__ __device__ __noinline__
+#define GRID_DEVICE __device__
+#define GRID_KERNEL __global__
+#define GRID_RESTRICT __restrict__
+#define GRID_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+/* Block strategy: one batch item per block; a pass's units stride over its threads. */
+#define GRID_THREAD_LOOP(i, n) for (int i = (int)threadIdx.x; i < (n); i += (int)blockDim.x)
+#define GRID_SINGLE_THREAD if (threadIdx.x == 0)
+#define GRID_SYNC() __syncthreads()
+#define GRID_BLOCK_ITEM_LOOP(item, batch) \
+  for (int item = (int)blockIdx.x; item < (batch); item += (int)gridDim.x)
+#define GRID_BLOCK_SCRATCH(T, s, n) \
+  extern __shared__ __align__(16) unsigned char grid_smem[]; \
+  T* s = reinterpret_cast<T*>(grid_smem)
+/* Warp strategy: one batch item per warp; units stride over its 32 lanes, barriers are
+   warp barriers (they also order the lanes' shared-memory accesses). */
+#define GRID_LANE_LOOP(i, n) for (int i = (int)(threadIdx.x & 31); i < (n); i += 32)
+#define GRID_LANE0 if ((threadIdx.x & 31) == 0)
+#define GRID_WARP_SYNC() __syncwarp()
+#define GRID_WARP_ITEM_LOOP(item, batch) \
+  for (int item = (int)(blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)); \
+       item < (batch); item += (int)(gridDim.x * (blockDim.x >> 5)))
+#define GRID_WARP_SCRATCH(T, s, n) \
+  extern __shared__ __align__(16) unsigned char grid_smem[]; \
+  T* s = reinterpret_cast<T*>(grid_smem) + (size_t)(threadIdx.x >> 5) * (n)
+/* Thread strategy: one batch item per thread. */
+#define GRID_THREAD_ITEM_LOOP(item, batch) \
+  for (int item = (int)(blockIdx.x * blockDim.x + threadIdx.x); item < (batch); \
+       item += (int)(blockDim.x * gridDim.x))
+#define GRID_LAUNCH(kernel, grid, block, smem, stream, ...) \
+  kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__)
+typedef cudaStream_t grid_stream_t;
+#else
+#define GRID_IS_CUDA 0
+#define GRID_HOST_DEVICE
+#define GRID_INLINE inline
+#define GRID_NOINLINE __attribute__((noinline))
+#define GRID_DEVICE
+#define GRID_KERNEL
+#define GRID_RESTRICT __restrict__
+#define GRID_LAUNCH_BOUNDS(n)
+/* The host build: an item's loops are plain loops and its barriers vanish. */
+#define GRID_THREAD_LOOP(i, n) for (int i = 0; i < (n); ++i)
+#define GRID_SINGLE_THREAD if (true)
+#define GRID_SYNC() ((void)0)
+#define GRID_LANE_LOOP(i, n) GRID_THREAD_LOOP(i, n)
+#define GRID_LANE0 GRID_SINGLE_THREAD
+#define GRID_WARP_SYNC() ((void)0)
+#if defined(_OPENMP)
+#include <omp.h>
+/* Kernels name their batch size `batch`; tiny batches stay on the calling thread. */
+#define GRID_OMP_FOR _Pragma("omp parallel for schedule(static) if(batch >= 16)")
+#else
+#define GRID_OMP_FOR
+#endif
+#define GRID_BLOCK_ITEM_LOOP(item, batch) GRID_OMP_FOR for (int item = 0; item < (batch); ++item)
+#define GRID_BLOCK_SCRATCH(T, s, n) alignas(16) T s[n]
+#define GRID_WARP_ITEM_LOOP(item, batch) GRID_BLOCK_ITEM_LOOP(item, batch)
+#define GRID_WARP_SCRATCH(T, s, n) GRID_BLOCK_SCRATCH(T, s, n)
+#define GRID_THREAD_ITEM_LOOP(item, batch) GRID_BLOCK_ITEM_LOOP(item, batch)
+#define GRID_LAUNCH(kernel, grid, block, smem, stream, ...) kernel(__VA_ARGS__)
+typedef void* grid_stream_t;
+#endif

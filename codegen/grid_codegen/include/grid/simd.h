@@ -1,0 +1,145 @@
+/* grid/simd.h: the CPU build's vectors of batch items.
+ *
+ * On the host every strategy runs on vectors of kSimdBytes / sizeof(S) batch items (one
+ * AVX register when the compiler may use AVX, two SSE registers otherwise), so every
+ * arithmetic operation works on that many items at once:
+ * - the thread strategy's traced straight-line code on `vec<S>`, a plain GCC/Clang vector
+ *   type (a class around one multiplies the compile time of long straight-line code);
+ *   that code needs only + - * / (with scalar S operands too), unary minus, T{} and the
+ *   math functions below;
+ * - the block and warp strategies' item functions on `lanes<S>`, a small class around
+ *   the same vector that also converts from numbers (`T(0)`) and has compound
+ *   assignment, as their hand-written loops use.
+ * A tile of items is transposed in (load_tile) and out (store_tile); the lanes past the
+ * end of the batch repeat its last item, so they compute valid numbers that are never
+ * stored.
+ */
+#if !GRID_IS_CUDA
+#include <math.h>
+
+namespace grid {
+
+constexpr int kSimdBytes = 32;
+
+template <typename S>
+struct vec_of;
+template <>
+struct vec_of<float> {
+  typedef float type __attribute__((vector_size(kSimdBytes)));
+};
+template <>
+struct vec_of<double> {
+  typedef double type __attribute__((vector_size(kSimdBytes)));
+};
+template <typename S>
+using vec = typename vec_of<S>::type;
+template <typename S>
+constexpr int simd_width() {
+  return kSimdBytes / (int)sizeof(S);
+}
+
+template <typename S>
+struct lanes {
+  typedef S scalar;
+  vec<S> v;
+
+  lanes() = default;
+  lanes(S s) : v(vec<S>{} + s) {}  // NOLINT: broadcast, as T(0.5) in generated code
+  static lanes of(vec<S> x) {
+    lanes r;
+    r.v = x;
+    return r;
+  }
+  friend lanes operator+(lanes a, lanes b) { return of(a.v + b.v); }
+  friend lanes operator-(lanes a, lanes b) { return of(a.v - b.v); }
+  friend lanes operator*(lanes a, lanes b) { return of(a.v * b.v); }
+  friend lanes operator/(lanes a, lanes b) { return of(a.v / b.v); }
+  friend lanes operator-(lanes a) { return of(-a.v); }
+  lanes& operator+=(lanes b) { v += b.v; return *this; }
+  lanes& operator-=(lanes b) { v -= b.v; return *this; }
+  lanes& operator*=(lanes b) { v *= b.v; return *this; }
+  lanes& operator/=(lanes b) { v /= b.v; return *this; }
+};
+
+#define GRID_SIMD_UNARY(fn, S)                                          \
+  inline vec<S> fn(vec<S> a) {                                          \
+    vec<S> r;                                                           \
+    for (int k = 0; k < simd_width<S>(); ++k) r[k] = fn(a[k]);          \
+    return r;                                                           \
+  }                                                                     \
+  inline lanes<S> fn(lanes<S> a) { return lanes<S>::of(fn(a.v)); }
+GRID_SIMD_UNARY(sqrt_, float)
+GRID_SIMD_UNARY(sqrt_, double)
+GRID_SIMD_UNARY(sin_, float)
+GRID_SIMD_UNARY(sin_, double)
+GRID_SIMD_UNARY(cos_, float)
+GRID_SIMD_UNARY(cos_, double)
+#undef GRID_SIMD_UNARY
+
+#define GRID_SIMD_ATAN2(S)                                                   \
+  inline vec<S> atan2_(vec<S> y, vec<S> x) {                                 \
+    vec<S> r;                                                                \
+    for (int k = 0; k < simd_width<S>(); ++k) r[k] = atan2_(y[k], x[k]);     \
+    return r;                                                                \
+  }                                                                          \
+  inline lanes<S> atan2_(lanes<S> y, lanes<S> x) {                           \
+    return lanes<S>::of(atan2_(y.v, x.v));                                   \
+  }
+GRID_SIMD_ATAN2(float)
+GRID_SIMD_ATAN2(double)
+#undef GRID_SIMD_ATAN2
+
+inline void set_lane(vec<float>& x, int j, float value) { x[j] = value; }
+inline void set_lane(vec<double>& x, int j, double value) { x[j] = value; }
+template <typename S>
+inline void set_lane(lanes<S>& x, int j, S value) { x.v[j] = value; }
+inline float get_lane(const vec<float>& x, int j) { return x[j]; }
+inline double get_lane(const vec<double>& x, int j) { return x[j]; }
+template <typename S>
+inline S get_lane(const lanes<S>& x, int j) { return x.v[j]; }
+
+/// dst[k] lane j = src[(first + j) * width + k]; lanes at or past `count` repeat the last
+/// item of the tile. A NULL `src` (an absent optional input) leaves `dst` untouched and
+/// returns NULL, so the item function reads zeros.
+template <typename V, typename S>
+inline const V* load_tile(const S* src, int width, int first, int count, V* dst) {
+  if (src == nullptr) return nullptr;
+  constexpr int W = simd_width<S>();
+  for (int j = 0; j < W; ++j) {
+    const S* row = src + (size_t)(first + (j < count ? j : count - 1)) * (size_t)width;
+    for (int k = 0; k < width; ++k) set_lane(dst[k], j, row[k]);
+  }
+  return dst;
+}
+
+/// dst[(first + j) * width + k] = src[k] lane j, for the `count` valid lanes.
+template <typename V, typename S>
+inline void store_tile(const V* src, int width, int first, int count, S* dst) {
+  for (int j = 0; j < count; ++j) {
+    S* row = dst + (size_t)(first + j) * (size_t)width;
+    for (int k = 0; k < width; ++k) row[k] = get_lane(src[k], j);
+  }
+}
+
+/// Host threads for `tiles` tiles of `ops` operations each: `requested` (> 0, at most one
+/// per tile), or OpenMP's default (omp_get_max_threads(), which honours OMP_NUM_THREADS)
+/// reduced so that each thread gets ~20 us of work: small batches stay on the calling
+/// thread and pay no parallel region.
+inline int host_threads(int requested, int tiles, long ops_per_tile) {
+#if defined(_OPENMP)
+  if (requested > 0) return requested < tiles ? requested : tiles;
+  int threads = omp_get_max_threads();
+  const long work_ns = (long)tiles * (ops_per_tile / 2 + 1);  // ~2 vector ops per ns
+  const long useful = work_ns / 20000;
+  if (useful < threads) threads = useful < 1 ? 1 : (int)useful;
+  return threads > tiles ? tiles : threads;
+#else
+  (void)requested;
+  (void)tiles;
+  (void)ops_per_tile;
+  return 1;
+#endif
+}
+
+}  // namespace grid
+#endif
