@@ -91,3 +91,41 @@ def test_locks_keep_the_main_job_to_the_core():
             if _PIN.match(block):
                 assert "--hash=sha256:" in block, block.splitlines()[0]
         assert "+cpu" not in text and "--index-url" not in text and "--find-links" not in text
+
+
+def _fake_apt(tmp_path: Path, failures: int, message: str) -> tuple[dict, Path]:
+    """An apt-get that fails `failures` times with `message`, then succeeds; it counts its
+    calls in a file."""
+    calls = tmp_path / "calls"
+    fake = tmp_path / "apt-get"
+    fake.write_text(f"""#!/bin/sh
+n=$(cat {calls} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {calls}
+[ "$n" -gt {failures} ] && exit 0
+echo "{message}" >&2
+exit 100
+""")
+    fake.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "GRID_RBD_APT_GET": str(fake), "GRID_RBD_APT_POLL_S": "0.05"}
+    return env, calls
+
+
+def test_apt_waits_for_a_held_lock_and_fails_on_anything_else(tmp_path):
+    script = str(REPO / "tools/ci/apt_get.sh")
+    lock = "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242"
+    (tmp_path / "a").mkdir()
+    env, calls = _fake_apt(tmp_path / "a", 3, lock)
+    done = subprocess.run([script, "install", "-y", "bazel-bootstrap"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().strip() == "4" and "waiting for it" in done.stderr
+    (tmp_path / "b").mkdir()
+    env, calls = _fake_apt(tmp_path / "b", 3, "E: Unable to locate package bazel-bootstrap")
+    failed = subprocess.run([script, "install", "-y", "bazel-bootstrap"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 100 and calls.read_text().strip() == "1"
+    assert "Unable to locate package" in failed.stderr
+    (tmp_path / "c").mkdir()
+    env, calls = _fake_apt(tmp_path / "c", 1000, lock)
+    timed_out = subprocess.run([script, "update"], env={**env, "GRID_RBD_APT_WAIT_S": "1"},
+                               capture_output=True, text=True, timeout=60)
+    assert timed_out.returncode == 100 and "Could not get lock" in timed_out.stderr

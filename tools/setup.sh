@@ -18,7 +18,7 @@
 # installed from; a changed lock is installed over the venv (pip moves only the pins that
 # changed), a changed Python rebuilds it, a changed pyproject.toml reinstalls the project.
 # Env: GRID_RBD_VENV (venv path), GRID_RBD_PYTHON (interpreter to build it with),
-#      GRID_RBD_APT_WAIT_S (how long to wait for the dpkg lock, default 900).
+#      GRID_RBD_APT_WAIT_S (how long to wait for apt's locks, default 900; tools/ci/apt_get.sh).
 set -euo pipefail
 
 profile="${1:-test}"
@@ -42,29 +42,8 @@ phase() {  # phase NAME: announce a phase
 done_phase() { printf '[setup +%ds]   done in %ds\n' "$((SECONDS - t0))" "$((SECONDS - phase_start))"; }
 die() { printf 'tools/setup.sh: %s\n' "$*" >&2; exit 1; }
 
-# apt-get that waits while another process (unattended-upgrades, a second setup) holds the
-# dpkg or the package-list lock: DPkg::Lock::Timeout covers the first only.
-apt_get() {
-  local sudo=() waited=0 limit="${GRID_RBD_APT_WAIT_S:-900}" log rc
-  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-  log="$(mktemp)"
-  while :; do
-    rc=0
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get -o DPkg::Lock::Timeout="$limit" \
-      "$@" >"$log" 2>&1 || rc=$?
-    if ((rc == 0)); then rm -f "$log"; return 0; fi
-    if grep -qE 'Could not get lock|Unable to lock|Unable to acquire' "$log" &&
-       ((waited < limit)); then
-      ((waited % 60)) || echo "  another apt holds its lock; waiting (up to ${limit}s)"
-      sleep 5
-      waited=$((waited + 5))
-      continue
-    fi
-    tail -20 "$log" >&2
-    rm -f "$log"
-    return "$rc"
-  done
-}
+# apt-get that waits while another process holds the dpkg or package-list lock.
+apt_get() { "$repo/tools/ci/apt_get.sh" "$@"; }
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed'; }
 

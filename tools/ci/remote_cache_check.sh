@@ -40,11 +40,8 @@ nginx_bin="$(command -v nginx || true)"
 [ -n "$nginx_bin" ] || [ ! -x /usr/sbin/nginx ] || nginx_bin=/usr/sbin/nginx
 if [ -z "$nginx_bin" ] || ! "$nginx_bin" -V 2>&1 | grep -q http_dav_module; then
   say "installing nginx-extras (apt)"
-  sudo=()
-  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends nginx-extras >/dev/null
+  "$repo/tools/ci/apt_get.sh" update -qq
+  "$repo/tools/ci/apt_get.sh" install -y -qq --no-install-recommends nginx-extras
   nginx_bin=/usr/sbin/nginx
 fi
 
