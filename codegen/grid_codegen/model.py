@@ -46,6 +46,30 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return out
 
 
+SNAP_TOLERANCE = 1e-12
+"""Round-off the model removes: a rotation entry within this of -1, 0 or +1 becomes that
+value (an rpy of pi/2 gives cos = 6e-17, not 0), a translation or centre-of-mass
+coordinate below it (in metres) becomes 0, and an entry of a rotational inertia below it
+times the largest entry of that inertia becomes 0. The generated code then folds these
+exact zeros and ones away instead of multiplying by 6e-17; the change is far below any
+physical tolerance and the reference oracle reads the same snapped model."""
+
+
+def _snap_unit(a: np.ndarray) -> np.ndarray:
+    """Entries within SNAP_TOLERANCE of -1, 0 or 1 snapped to it (rotations, axes)."""
+    a = np.array(a, dtype=np.float64)
+    nearest = np.round(a)
+    snap = (np.abs(a - nearest) < SNAP_TOLERANCE) & (np.abs(nearest) <= 1.0)
+    a[snap] = nearest[snap]
+    return a + 0.0  # no negative zeros
+
+
+def _snap_small(a: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    a = np.array(a, dtype=np.float64)
+    a[np.abs(a) < SNAP_TOLERANCE * scale] = 0.0
+    return a + 0.0
+
+
 @dataclass(frozen=True)
 class Placement:
     """A rigid transform `x_parent = R @ x_child + p`."""
@@ -54,8 +78,8 @@ class Placement:
     p: np.ndarray
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "R", _frozen(self.R))
-        object.__setattr__(self, "p", _frozen(self.p))
+        object.__setattr__(self, "R", _frozen(_snap_unit(self.R)))
+        object.__setattr__(self, "p", _frozen(_snap_small(self.p)))
 
     @staticmethod
     def identity() -> Placement:
@@ -81,8 +105,10 @@ class Inertia:
     inertia_com: np.ndarray
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "com", _frozen(self.com))
-        object.__setattr__(self, "inertia_com", _frozen(self.inertia_com))
+        object.__setattr__(self, "com", _frozen(_snap_small(self.com)))
+        inertia = np.array(self.inertia_com, dtype=np.float64)
+        scale = float(np.abs(inertia).max()) if inertia.size else 0.0
+        object.__setattr__(self, "inertia_com", _frozen(_snap_small(inertia, scale)))
 
     @staticmethod
     def zero() -> Inertia:
@@ -164,7 +190,7 @@ class Joint:
     mimic: Mimic | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "axis", _frozen(self.axis))
+        object.__setattr__(self, "axis", _frozen(_snap_unit(self.axis)))
 
     @property
     def nq(self) -> int:
