@@ -9,7 +9,8 @@
 #   3. run tools/bench/bench_vs_gridrbd060.py (cross-check, then timings; both sides),
 #      and write the JSON, the plot and the logs to the results folder; print the table.
 #   tools/bench/gpu_bench_session.sh [RESULTS]     (default $OUT, else ./gpu_bench_out)
-# Env: STRATEGY (passed to our register_robot as strategy=), BENCH_ARGS (more options for
+# Env: STRATEGY (passed to our register_robot as strategy=), WITH_LATENCY=1 (then also run
+# tools/bench/bench_latency.py when a minute is left), BENCH_ARGS (more options for
 # the run, e.g. "--robots iiwa14 go2"), SESSION_LIMIT_S (default 570: the run is cut to
 # fit), PEER_WHEELS (default .devkit/wheels), GRID_RBD_ROBOT_DATA (default .devkit/robots).
 set -uo pipefail
@@ -74,4 +75,12 @@ timeout "$left" python3 tools/bench/bench_vs_gridrbd060.py run "${strategy[@]}" 
 echo "bench exit $?"
 cp "$work/peer_run.json" "$out/peer_run.json" 2>/dev/null
 tail -n 5 "$out/bench.log"
+left=$((limit - (SECONDS - t_start)))
+if [ -n "${WITH_LATENCY:-}" ] && [ -f tools/bench/bench_latency.py ] && [ "$left" -ge 60 ]; then
+  stamp "our batch-1 latency table (tools/bench/bench_latency.py, ${left} s left)"
+  XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "$left" python3 tools/bench/bench_latency.py \
+    --device cuda --cache-dir "$work/ours_store" --out "$out/latency.json" \
+    --plot "$out/latency.png" >>"$out/bench.log" 2>&1
+  echo "latency exit $?"
+fi
 stamp "done; results in $out"
