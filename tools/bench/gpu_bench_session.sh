@@ -10,8 +10,9 @@
 #      and write the JSON, the plot and the logs to the results folder; print the table.
 #   tools/bench/gpu_bench_session.sh [RESULTS]     (default $OUT, else ./gpu_bench_out)
 # Env: STRATEGY (passed to our register_robot as strategy=), WITH_LATENCY=1 (then also run
-# tools/bench/bench_latency.py when a minute is left), BENCH_ARGS (more options for
-# the run, e.g. "--robots iiwa14 go2"), SESSION_LIMIT_S (default 570: the run is cut to
+# tools/bench/bench_latency.py when a minute is left), ROBOTS (default "g1 go2 iiwa14":
+# the robots built and benchmarked), BENCH_ARGS (more options for the run, e.g.
+# "--batches 1 1024"), SESSION_LIMIT_S (default 570: the run is cut to
 # fit), PEER_WHEELS (default .devkit/wheels), GRID_RBD_ROBOT_DATA (default .devkit/robots).
 set -uo pipefail
 t_start=$SECONDS
@@ -30,6 +31,8 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$repo/codegen:$repo/python:$repo/tests"
 export GRID_RBD_ROBOT_DATA="${GRID_RBD_ROBOT_DATA:-$repo/.devkit/robots}"
 strategy=()
 [ -n "${STRATEGY:-}" ] && strategy=(--strategy "$STRATEGY")
+read -r -a robots <<<"${ROBOTS:-g1 go2 iiwa14}"
+peer_jobs() { case "$1" in g1) echo 6 ;; *) echo 4 ;; esac; }
 
 stamp "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
@@ -49,14 +52,10 @@ build() {  # side robot jobs
 }
 rm -f "$work"/build_*.json
 pids=()
-build peer g1 6 & pids+=($!)
-build peer go2 4 & pids+=($!)
-build peer iiwa14 4 & pids+=($!)
+for r in "${robots[@]}"; do build peer "$r" "$(peer_jobs "$r")" & pids+=($!); done
 tools/build_core.sh python3 >"$work/core_build.log" 2>&1 || { tail -20 "$work/core_build.log"; exit 1; }
 stamp "core built"
-build ours g1 1 & pids+=($!)
-build ours go2 1 & pids+=($!)
-build ours iiwa14 1 & pids+=($!)
+for r in "${robots[@]}"; do build ours "$r" 1 & pids+=($!); done
 wait "${pids[@]}"
 stamp "builds done"
 { for f in "$work"/build_*.log "$work/core_build.log"; do echo "=== $f"; cat "$f"; done
@@ -69,6 +68,7 @@ stamp "benchmark (${left} s left)"
 # The peer's half gets at most half of what is left; the run itself stops at `left`.
 # shellcheck disable=SC2086
 timeout "$left" python3 tools/bench/bench_vs_gridrbd060.py run "${strategy[@]}" \
+  --robots $(printf '%s\n' "${robots[@]}" | sort -r | tr '\n' ' ') \
   --builds "$work"/build_*.json --peer-timeout $((left / 2)) \
   --out "$out/${date}_h200_vs_gridrbd060.json" --plot "$out/bench_h200_vs_gridrbd060.png" \
   ${BENCH_ARGS:-} 2>"$out/bench.log"
