@@ -24,8 +24,8 @@ from support import REPO, ROBOTS, assert_scaled_close, random_states
 
 import grid_rbd.reference as reference
 from grid_codegen.compile import compile_artifact, detect_cuda_arch
-from grid_codegen.emit.wrapper import ABI_VERSION, emit_abi_types
-from grid_codegen.emit.writer import Writer
+from grid_codegen.emit.prelude import header
+from grid_codegen.emit.wrapper import ABI_VERSION
 from grid_codegen.generate import generate
 from grid_codegen.options import ALGORITHMS, CodegenOptions
 
@@ -81,12 +81,15 @@ def _call(artifact, algorithm, inputs, batch, gravity=-9.81, out=None):
     return out
 
 
-def test_abi_header_is_the_emitted_block():
-    w = Writer()
-    emit_abi_types(w)
-    header = (REPO / "runtime/include/grid_rbd/abi.h").read_text()
-    assert w.text() in header, "runtime/include/grid_rbd/abi.h drifted from emit_abi_types"
-    assert _core.ABI_VERSION == ABI_VERSION == 3
+def test_runtime_and_generator_share_one_abi_header():
+    """The runtime includes the generator's grid/abi.h (no copy to keep in step), and
+    every generated grid.cuh inlines the same text."""
+    runtime = (REPO / "runtime/include/grid_rbd/abi.h").read_text()
+    assert '#include "grid/abi.h"' in runtime and "typedef struct" not in runtime
+    files = generate(load_model("iiwa14"), CodegenOptions(algorithms=("crba",),
+                                                          strategy="warp"))
+    assert header("abi.h") in files["grid.cuh"]
+    assert _core.ABI_VERSION == ABI_VERSION == 4
 
 
 def test_info_describes_the_artifact(loaded):
@@ -97,7 +100,7 @@ def test_info_describes_the_artifact(loaded):
     assert info["robot_name"] == model.name
     assert info["dtype"] == "float64" and info["archs"] == "cpu"
     assert info["is_gpu"] is False and info["runtime_inertia"] is False
-    assert info["strategy"] == "block" and info["max_batch"] == 65536
+    assert info["strategy"] == "auto" and info["max_batch"] == 65536
     assert info["options"]["dtype"] == "float64" and info["options"]["algorithms"] == list(
         ALGORITHMS)
     assert list(info["algorithms"]) == list(ALGORITHMS)
@@ -240,7 +243,7 @@ def test_an_old_abi_is_refused(tmp_path):
     so = tmp_path / "old.so"
     subprocess.run(["g++", "-shared", "-fPIC", str(source), "-o", str(so)], check=True)
     with pytest.raises(RuntimeError, match=rf"{so}: its ABI version is 1; this runtime "
-                                           r"reads ABI 3"):
+                                           rf"reads ABI {ABI_VERSION}"):
         _core.load_artifact(str(so))
 
 

@@ -135,10 +135,12 @@ def sha256_tree(root: Path, pattern: str = "*.py") -> str:
 
 @lru_cache(maxsize=1)
 def codegen_sources_hash() -> str:
-    """Digest of every .py under grid_codegen (the generator and its compile driver)."""
+    """Digest of every .py under grid_codegen (the generator and its compile driver) and
+    of the C++ headers it inlines into every generated grid.cuh (`include/grid/*.h`)."""
     import grid_codegen
 
-    return sha256_tree(Path(grid_codegen.__file__).resolve().parent)
+    root = Path(grid_codegen.__file__).resolve().parent
+    return sha256_bytes((sha256_tree(root) + sha256_tree(root / "include", "*.h")).encode())
 
 
 def input_key(urdf_bytes: bytes, options: Mapping[str, Any], package_version: str,
