@@ -49,9 +49,12 @@ def main(argv: list[str] | None = None) -> dict:
     import grid_rbd.reference
     from grid_rbd.data import bundled_urdf
 
-    h = grid_rbd.register_robot("iiwa14", urdf_path=bundled_urdf("iiwa14"), backend="jax",
-                                dtype=args.dtype, device=args.device,
-                                cache_dir=args.cache_dir, max_batch_size=args.batch)
+    # forward_dynamics and the two kernels its backward runs: the gradient and itself.
+    h = grid_rbd.register_robot("iiwa14_rollout", urdf_path=bundled_urdf("iiwa14"),
+                                backend="jax", dtype=args.dtype, device=args.device,
+                                cache_dir=args.cache_dir, max_batch_size=args.batch,
+                                algorithm_list=["forward_dynamics",
+                                                "forward_dynamics_gradient"])
     dtype = jnp.dtype(args.dtype)
     rng = np.random.default_rng(args.seed)
     q0 = rng.uniform(-1.0, 1.0, (args.batch, h.nq))

@@ -59,7 +59,7 @@ def _reference_rollout(ref, log_gains, q0, qd0, target, steps, dt):
 
 def test_jax_rollout_and_its_gain_gradient_match_the_reference(tmp_path):
     pytest.importorskip("jax", reason="jax is not installed")
-    steps, dt = 30, 0.01
+    steps, dt = 25, 0.01
     res = run_example("rollout_jax.py", tmp_path, "--dtype", "float64", "--batch", "5",
                       "--steps", str(steps), "--dt", str(dt), "--iters", "2")
     ref = reference.load(bundled_urdf("iiwa14"))
@@ -70,17 +70,16 @@ def test_jax_rollout_and_its_gain_gradient_match_the_reference(tmp_path):
     np.testing.assert_allclose(first["q_final"], q, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(first["qd_final"], qd, rtol=1e-9, atol=1e-9)
     assert first["cost"] == pytest.approx(cost, rel=1e-10)
-    # The analytic gradient through the whole rollout against central differences.
+    # The analytic gradient through the whole rollout against central differences, on a
+    # shoulder, an elbow and a wrist gain of each kind.
     grad = np.array(first["grad"])
     h = 1e-6
-    numeric = np.zeros_like(log_gains)
-    for index in np.ndindex(log_gains.shape):
+    for index in ((0, 0), (0, 3), (0, 6), (1, 1), (1, 5)):
         plus, minus = log_gains.copy(), log_gains.copy()
         plus[index] += h
         minus[index] -= h
-        numeric[index] = (_reference_rollout(ref, plus, q0, qd0, target, steps, dt)[0]
-                          - _reference_rollout(ref, minus, q0, qd0, target, steps, dt)[0]
-                          ) / (2 * h)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-8 * np.abs(numeric).max())
+        numeric = (_reference_rollout(ref, plus, q0, qd0, target, steps, dt)[0]
+                   - _reference_rollout(ref, minus, q0, qd0, target, steps, dt)[0]) / (2 * h)
+        assert grad[index] == pytest.approx(numeric, rel=1e-5, abs=1e-9), index
     # Gradient steps on the gains lower the cost.
     assert res["costs"][-1] < res["costs"][0]
