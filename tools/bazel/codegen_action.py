@@ -3,7 +3,10 @@
 Runs `grid_codegen.cli.main(ARGS)` with the code generator imported from ROOT, the
 execroot-relative folder holding the action's declared `grid_codegen/` sources, and
 refuses to run if Python found `grid_codegen` anywhere else (the venv's editable install
-of the project maps it to the source tree, which is not an input of the action).
+of the project maps it to the source tree, which is not an input of the action). Options
+the generator refuses (an unknown algorithm or strategy: the macro passes the names
+through, the generator's registry is the one list) and URDFs the parser refuses end the
+action with exit 2 and the generator's message, not a traceback.
 """
 
 import importlib.machinery
@@ -37,7 +40,11 @@ def main() -> int:
         print(f"grid_codegen was imported from {where}, not from the action's inputs "
               f"under {root}", file=sys.stderr)
         return 2
-    return cli_main(sys.argv[2:])
+    try:
+        return cli_main(sys.argv[2:])
+    except ValueError as exc:  # bad options or URDF (URDFError): the message says which
+        print(f"grid_robot: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
