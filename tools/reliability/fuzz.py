@@ -302,8 +302,17 @@ def fuzz(seed: int, cases: int | None = None, seconds: float | None = None,
     """Run `cases` cases (or as many as fit in `seconds`) from `seed`; a `Summary`."""
     import logging
 
-    logging.getLogger("grid_codegen").setLevel(logging.ERROR)  # mimic and clamp notices
-    summary = summary or Summary()
+    quiet = logging.getLogger("grid_codegen")  # mimic and clamp notices, by the thousand
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        return _fuzz(seed, cases, seconds, dynamics_every, summary or Summary())
+    finally:
+        quiet.setLevel(level)
+
+
+def _fuzz(seed: int, cases: int | None, seconds: float | None, dynamics_every: int,
+          summary: Summary) -> Summary:
     documents = seeds()
     rng = random.Random(seed)
     start = time.monotonic()

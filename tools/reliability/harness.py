@@ -39,7 +39,8 @@ TINY_URDF = """<?xml version="1.0"?>
     <origin xyz="0 0 0.3"/></joint>
 </robot>
 """
-ALGORITHMS = ("crba",)
+# The codegen options of every case (the children's too): one algorithm, one strategy.
+OPTIONS = {"algorithms": ["crba"], "strategy": "block"}
 
 
 def pythonpath() -> str:
@@ -101,15 +102,16 @@ def ensure(cache: Path, name: str = "tiny", urdf: str = TINY_URDF, force: bool =
     from grid_rbd._build import ensure_entry
 
     return ensure_entry(name, urdf.encode(), "<urdf string>", False,
-                        CodegenOptions(algorithms=ALGORITHMS, strategy="block"), "cpu",
-                        cache_dir=cache, force_rebuild=force)
+                        CodegenOptions(**OPTIONS), "cpu", cache_dir=cache,
+                        force_rebuild=force)
 
 
 # A child that registers `tiny`, optionally pausing at one phase: it writes the marker
 # file and sleeps, so the parent can kill it exactly there.
 CHILD = textwrap.dedent('''\
     import json, os, sys, time
-    cache, name, phase, marker, force, swap, urdf_file = sys.argv[1:8]
+    cache, name, phase, marker, force, swap, urdf_file, options = sys.argv[1:9]
+    OPTIONS = json.loads(options)
 
     linger = phase.startswith("linger-")  # sleep a moment at the phase, then go on
     phase = phase.removeprefix("linger-")
@@ -173,8 +175,8 @@ CHILD = textwrap.dedent('''\
     from grid_codegen.options import CodegenOptions
     from grid_rbd._build import ensure_entry
     data = open(urdf_file, "rb").read()
-    r = ensure_entry(name, data, "<urdf string>", False, CodegenOptions(algorithms=("crba",)),
-                     "cpu", cache_dir=cache, force_rebuild=force == "1")
+    r = ensure_entry(name, data, "<urdf string>", False, CodegenOptions(**OPTIONS), "cpu",
+                     cache_dir=cache, force_rebuild=force == "1")
     print(json.dumps({"outcome": r.outcome, "content_key": r.content_key,
                       "input_key": r.input_key}))
     ''')
@@ -190,7 +192,7 @@ def spawn(cache: Path, compiler: Compiler, name: str = "tiny", phase: str = "non
         urdf_file.write_text(urdf)
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(cache), name, phase, str(marker), str(int(force)),
-         str(int(swap)), str(urdf_file)], env=environment(compiler),
+         str(int(swap)), str(urdf_file), json.dumps(OPTIONS)], env=environment(compiler),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     return child, marker
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reliability.harness import (
+    OPTIONS,
     TINY_URDF,
     Compiler,
     check_store,
@@ -380,7 +381,7 @@ def symlinked_lock(work: Path, which: str) -> dict:
         from grid_codegen.options import CodegenOptions
 
         identity = build_identity(resolve_toolchain("cpu"))
-        options = {"codegen": CodegenOptions(algorithms=("crba",), strategy="block").to_dict(),
+        options = {"codegen": CodegenOptions(**OPTIONS).to_dict(),
                    "floating_base": False}
         key = input_key(TINY_URDF.encode(), options, grid_rbd.__version__, identity)
         (cache / "locks").mkdir(parents=True, exist_ok=True)
