@@ -28,99 +28,12 @@ from grid_codegen.compile import ARTIFACT, compile_artifact
 from grid_codegen.generate import generate
 from grid_codegen.model import GRAVITY, RobotModel
 from grid_codegen.options import CodegenOptions
-
-MAX_INPUTS = 4
-MAX_VARIANTS = 4
-MAX_DISPATCH = 8
-ABI_VERSION = 4
-
-
-class GridVariant(ctypes.Structure):
-    _fields_ = [
-        ("name", ctypes.c_char_p), ("threads_per_block", ctypes.c_int32),
-        ("max_threads_per_block", ctypes.c_int32), ("items_per_block", ctypes.c_int32),
-        ("reserved", ctypes.c_int32), ("shared_bytes", ctypes.c_int64),
-        ("ops_per_item", ctypes.c_int64),
-    ]
-
-
-class GridAlgorithm(ctypes.Structure):
-    _fields_ = [
-        ("name", ctypes.c_char_p), ("id", ctypes.c_int32), ("num_inputs", ctypes.c_int32),
-        ("input_names", ctypes.c_char_p * MAX_INPUTS),
-        ("input_widths", ctypes.c_int32 * MAX_INPUTS),
-        ("input_required", ctypes.c_int32 * MAX_INPUTS),
-        ("num_outputs", ctypes.c_int32), ("output_rank", ctypes.c_int32),
-        ("output_shape", ctypes.c_int32 * 2), ("uses_gravity", ctypes.c_int32),
-        ("num_variants", ctypes.c_int32), ("variants", GridVariant * MAX_VARIANTS),
-        ("num_dispatch", ctypes.c_int32),
-        ("dispatch_min_batch", ctypes.c_int32 * MAX_DISPATCH),
-        ("dispatch_variant", ctypes.c_int32 * MAX_DISPATCH),
-    ]
-
-
-class GridLaunchConfig(ctypes.Structure):
-    _fields_ = [("variant", ctypes.c_int32), ("threads", ctypes.c_int32),
-                ("max_blocks", ctypes.c_int32), ("reserved", ctypes.c_int32)]
-
-
-class GridDeviceInfo(ctypes.Structure):
-    _fields_ = [
-        ("is_gpu", ctypes.c_int32), ("device", ctypes.c_int32), ("cc_major", ctypes.c_int32),
-        ("cc_minor", ctypes.c_int32), ("multiprocessors", ctypes.c_int32),
-        ("reserved", ctypes.c_int32), ("total_memory", ctypes.c_int64),
-        ("free_memory", ctypes.c_int64), ("shared_memory_optin", ctypes.c_int64),
-        ("name", ctypes.c_char * 256),
-    ]
-
-
-_CREATE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
-_DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_SET_TABLE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
-_LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32,
-                           ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p),
-                           ctypes.c_int32, ctypes.c_double, ctypes.c_void_p)
-_QUERY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(GridDeviceInfo))
-_ERROR_STRING = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_int32)
-_ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)
-_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_COPY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
-                         ctypes.c_int32, ctypes.c_void_p)
-_SYNCHRONIZE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
-_LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32,
-                              ctypes.POINTER(GridLaunchConfig), ctypes.POINTER(ctypes.c_void_p),
-                              ctypes.POINTER(ctypes.c_void_p), ctypes.c_int32, ctypes.c_double,
-                              ctypes.c_void_p)
-_SET_DISPATCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
-                                 ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32))
-
-
-class GridDescriptor(ctypes.Structure):
-    _fields_ = [
-        ("abi_version", ctypes.c_int32), ("struct_size", ctypes.c_int32),
-        ("robot_name", ctypes.c_char_p), ("nq", ctypes.c_int32), ("nv", ctypes.c_int32),
-        ("nb", ctypes.c_int32), ("num_ees", ctypes.c_int32), ("dtype", ctypes.c_char_p),
-        ("dtype_size", ctypes.c_int32), ("max_batch", ctypes.c_int32),
-        ("archs", ctypes.c_char_p), ("strategy", ctypes.c_char_p),
-        ("options_json", ctypes.c_char_p), ("is_gpu", ctypes.c_int32),
-        ("runtime_inertia", ctypes.c_int32), ("inertia_table_size", ctypes.c_int32),
-        ("num_algorithms", ctypes.c_int32), ("algorithms", ctypes.POINTER(GridAlgorithm)),
-        ("create_state", _CREATE), ("destroy_state", _DESTROY),
-        ("set_inertia_table", _SET_TABLE), ("launch", _LAUNCH), ("query_device", _QUERY),
-        ("error_string", _ERROR_STRING),
-        # ABI 2
-        ("default_inertia_table", ctypes.c_void_p), ("device_alloc", _ALLOC),
-        ("device_free", _FREE), ("host_alloc_pinned", _ALLOC), ("host_free_pinned", _FREE),
-        ("copy", _COPY), ("synchronize", _SYNCHRONIZE),
-        # ABI 3
-        ("write_stamp", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64,
-                                         ctypes.c_void_p)),
-        # ABI 4
-        ("launch_ex", _LAUNCH_EX), ("set_dispatch", _SET_DISPATCH),
-        ("chosen_variant", ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
-                                            ctypes.c_int32)),
-        ("cpu_simd_width", ctypes.c_int32), ("reserved", ctypes.c_int32),
-    ]
+from grid_rbd._abi_ctypes import (  # noqa: E402
+    ABI_VERSION,
+    GridDescriptor,
+    GridDeviceInfo,
+    GridLaunchConfig,
+)
 
 
 class GridError(RuntimeError):
@@ -221,7 +134,7 @@ class State:
 
     def launch_raw(self, name: str, inputs: list[int], output: int, batch: int,
                    gravity: float = GRAVITY, stream: int = 0, variant: str | None = None,
-                   threads: int = 0) -> int:
+                   threads: int = 0, max_blocks: int = 0) -> int:
         """The raw C call with integer pointers; returns the status code. `variant`
         names a strategy of the artifact (None: dispatch by batch size); `threads` is
         the launch width (GPU) or host thread count (CPU), 0 for the default."""
@@ -229,7 +142,7 @@ class State:
         ins = (ctypes.c_void_p * 4)(*[ctypes.c_void_p(p or None) for p in inputs])
         outs = (ctypes.c_void_p * 1)(ctypes.c_void_p(output or None))
         config = GridLaunchConfig(0 if variant is None else info.variants.index(variant) + 1,
-                                  threads, 0, 0)
+                                  threads, max_blocks, 0)
         return self.artifact.desc.launch_ex(self.handle, info.id, ctypes.byref(config), ins,
                                             outs, batch, gravity,
                                             ctypes.c_void_p(stream or None))
@@ -248,7 +161,7 @@ class State:
         return info.variants[self.artifact.desc.chosen_variant(self.handle, info.id, batch)]
 
     def call(self, name: str, *inputs: Any, gravity: float = GRAVITY,
-             variant: str | None = None, threads: int = 0) -> Any:
+             variant: str | None = None, threads: int = 0, max_blocks: int = 0) -> Any:
         """Run `name` on numpy arrays (CPU build) or CUDA torch tensors (GPU build);
         missing trailing / None inputs are optional ones left NULL. The output starts as
         NaN, so an entry the kernel does not write fails every comparison."""
@@ -256,7 +169,7 @@ class State:
         if len(inputs) > len(info.inputs):
             raise ValueError(f"{name} takes {len(info.inputs)} inputs, got {len(inputs)}")
         if inputs and _is_torch(inputs[0]):
-            return self._call_torch(info, inputs, gravity, variant, threads)
+            return self._call_torch(info, inputs, gravity, variant, threads, max_blocks)
         batch = int(np.asarray(inputs[0]).reshape(-1, info.inputs[0][1]).shape[0])
         keep, ptrs = [], []
         for (in_name, width, required), x in zip(info.inputs, list(inputs) + [None] * 4,
@@ -272,11 +185,13 @@ class State:
             ptrs.append(arr.ctypes.data)
         out = np.full((batch, *info.output_shape), np.nan, dtype=self.artifact.dtype)
         self.artifact.check(self.launch_raw(name, ptrs, out.ctypes.data, batch, gravity,
-                                            variant=variant, threads=threads))
+                                            variant=variant, threads=threads,
+                                            max_blocks=max_blocks))
         return out
 
     def _call_torch(self, info: AlgorithmInfo, inputs: tuple[Any, ...], gravity: float,
-                    variant: str | None = None, threads: int = 0) -> Any:
+                    variant: str | None = None, threads: int = 0, max_blocks: int = 0
+                    ) -> Any:
         import torch
         dtype = torch.float32 if self.artifact.dtype == np.float32 else torch.float64
         device = inputs[0].device
@@ -292,7 +207,7 @@ class State:
         out = torch.full((batch, *info.output_shape), float("nan"), dtype=dtype, device=device)
         stream = torch.cuda.current_stream(device).cuda_stream
         self.artifact.check(self.launch_raw(info.name, ptrs, out.data_ptr(), batch, gravity,
-                                            stream, variant, threads))
+                                            stream, variant, threads, max_blocks))
         return out
 
 
@@ -331,7 +246,11 @@ def _build(model: RobotModel, opts: CodegenOptions, backend: str) -> tuple[Path,
     out_dir = _build_root() / f"{model.name}-{backend}-{digest.hexdigest()[:16]}"
     if (out_dir / ARTIFACT).is_file():
         return out_dir / ARTIFACT, 0.0
-    result = compile_artifact(files, out_dir, backend=backend)
+    # GRID_RBD_TEST_NVCCFLAGS (e.g. "-Xptxas -v" for register and spill reports in the
+    # build log) is not part of the folder name: it changes the log, not the code.
+    extra = tuple(os.environ.get("GRID_RBD_TEST_NVCCFLAGS", "").split()) \
+        if backend == "cuda" else ()
+    result = compile_artifact(files, out_dir, backend=backend, extra_flags=extra)
     return result.so_path, result.seconds
 
 

@@ -96,6 +96,56 @@ def test_descriptor_and_device(case):
     assert f"sm_{info.cc_major}{info.cc_minor}" in artifact.archs.split(",")
 
 
+VARIANT_ROBOTS = ("iiwa14", "go2", "g1")
+
+
+@pytest.mark.parametrize("strategy", ["thread", "warp", "block"])
+@pytest.mark.parametrize("robot", VARIANT_ROBOTS)
+def test_every_strategy_matches_reference(robot, strategy):
+    """Every variant of the `auto` artifact (float64), chosen per call, on the GPU; the
+    batch of 37 is below, across and above one warp and not a block multiple."""
+    torch = _require_cuda()
+    artifact, _ = build_cached(robot, backend="cuda", dtype="float64")
+    ref = reference.load(ROBOTS[robot].path, floating_base=ROBOTS[robot].floating_base)
+    state = artifact.state()
+    s = random_states(ref.model, 37, seed=7)
+    ran = 0
+    for algorithm in ALGORITHMS:
+        if strategy not in artifact.algorithms[algorithm].variants:
+            continue  # auto leaves out a thread variant past its size limit
+        inputs, expected = reference_case(ref, algorithm, s, algorithm in WITH_FEXT)
+        device = [None if x is None else torch.from_numpy(np.ascontiguousarray(x)).cuda()
+                  for x in inputs]
+        out = state.call(algorithm, *device, variant=strategy)
+        torch.cuda.synchronize()
+        assert_scaled_close(out.cpu().numpy(), expected,
+                            tolerance(artifact.dtype, algorithm, ref, s.q),
+                            f"{algorithm} ({strategy}, cuda)")
+        ran += 1
+    assert ran >= (5 if strategy == "thread" else len(ALGORITHMS))
+    state.close()
+
+
+def test_launch_widths_and_grid_caps():
+    """A non-default launch width and a capped grid (the rest grid-strides) give the same
+    numbers, per strategy."""
+    torch = _require_cuda()
+    artifact, _ = build_cached("go2", backend="cuda", dtype="float64")
+    ref = reference.load(ROBOTS["go2"].path, floating_base=True)
+    state = artifact.state()
+    s = random_states(ref.model, 300, seed=8)
+    inputs, expected = reference_case(ref, "aba", s)
+    device = [torch.from_numpy(np.ascontiguousarray(x)).cuda() for x in inputs[:3]]
+    for strategy, threads, cap in (("thread", 64, 0), ("thread", 256, 0), ("thread", 32, 2),
+                                   ("warp", 64, 0), ("warp", 256, 3), ("block", 64, 0),
+                                   ("block", 0, 5)):
+        out = state.call("aba", *device, variant=strategy, threads=threads, max_blocks=cap)
+        torch.cuda.synchronize()
+        assert_scaled_close(out.cpu().numpy(), expected, 1e-9,
+                            f"aba {strategy} x{threads}, at most {cap or 'any'} blocks")
+    state.close()
+
+
 def test_large_batch():
     torch = _require_cuda()
     artifact, _ = build_cached("iiwa14", backend="cuda", dtype="float32")

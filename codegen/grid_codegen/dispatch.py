@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-THREAD_MAX_OPS = 40000
+THREAD_MAX_OPS = 60000
 """`auto` builds the thread strategy of an algorithm only up to this many traced
 operations per item: past it, straight-line code costs minutes of compile time (g++ and
 ptxas grow faster than linearly on it) for a variant the warp strategy matches. An

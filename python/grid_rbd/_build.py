@@ -274,7 +274,8 @@ def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
     from grid_codegen.compile import CompileError, compile_artifact
     from grid_codegen.generate import generate
 
-    progress = Progress(name, total_phases=4)
+    tuning = toolchain.backend == "cuda" and options.strategy == "auto"
+    progress = Progress(name, total_phases=5 if tuning else 4)
     with progress.phase("parse", urdf_source):
         model = parse_urdf(urdf_bytes, floating_base=floating_base, source=urdf_source)
         ee_frames = model.end_effector_frames(options.ee_joint_names or None)
@@ -305,10 +306,12 @@ def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
                 kept = _keep_failed_log(store, name, ikey, exc.log_path)
                 raise CompileError(str(exc).replace(str(exc.log_path), str(kept)),
                                    kept) from None
+        tuned = _autotune(progress, toolchain, options, result.so_path)
         with progress.phase("publish", f"store/{ckey[:12]}"):
             meta = _meta(model, options, names, toolchain, floating_base,
                          {"input_key": ikey, "content_key": ckey}, urdf,
                          progress.phases, result.seconds)
+            meta.update(tuned)
             atomic_write(staging / META, json.dumps(meta, indent=1, sort_keys=True) + "\n",
                          FILE_MODE)
             atomic_write(staging / BUILD_INPUTS,
@@ -317,6 +320,28 @@ def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
             store.write_pointer(ikey, ckey)
     progress.finish(f"built and published {ckey[:12]}")
     return done(entry, "built", waited, progress.phases)
+
+
+def _autotune(progress: Progress, toolchain: Toolchain, options: Any, so_path: Path
+              ) -> dict[str, Any]:
+    """On a CUDA build of several variants (strategy "auto"), time them on this GPU
+    (`grid_rbd._autotune`) and return what meta.json records: the measured dispatch
+    tables. Skipped (the cost model's tables stand) with GRID_RBD_AUTOTUNE=0, or where no
+    GPU can run the artifact; a failed measurement is reported, never fatal."""
+    from grid_rbd import _autotune as tune
+
+    if toolchain.backend != "cuda" or options.strategy != "auto" or not tune.enabled():
+        return {}
+    from grid_rbd._device import cuda_status
+
+    if not cuda_status().usable:
+        return {}
+    with progress.phase("autotune", "timing each variant at batch sizes "
+                        f"{', '.join(map(str, tune.BATCHES))}"):
+        try:
+            return tune.autotune(so_path).to_meta()
+        except (OSError, RuntimeError, MemoryError) as exc:
+            return {"autotune_error": str(exc)[:500]}
 
 
 def failed_log_name(name: str, ikey: str) -> str:

@@ -60,7 +60,7 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    algorithm_list: Sequence[str] | None = None,
                    runtime_inertia: bool = False, device: str = "auto",
                    backend: str = "numpy", cache_dir: str | os.PathLike | None = None,
-                   force_rebuild: bool = False) -> Any:
+                   force_rebuild: bool = False, strategy: str = "auto") -> Any:
     """Compile (or find in the store) the artifact of a robot and return its handle.
 
     name: the name `get_robot(name)` finds it under later.
@@ -76,8 +76,16 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         (a `grid_rbd.torch.TorchRobotHandle`); all three share the store entry.
     cache_dir: the store root (default `$GRID_RBD_CACHE_DIR`, else ~/.cache/grid-rbd).
     force_rebuild: compile again and republish even when the store has the entry.
+    strategy: how a batch item maps to the hardware: "auto" (default: the artifact carries
+        the thread, warp and block variants that suit the robot, and each call runs the one
+        fastest at its batch size, as measured on the GPU at registration or predicted by
+        the cost model on the CPU), or one of "thread" (one item per thread: straight-line
+        code specialised to the robot; SIMD vectors of items on the CPU), "warp" (one item
+        per warp) or "block" (one item per thread block). An explicit strategy builds only
+        that variant and is a different store entry.
 
-    A cold build reports its phases (parse, generate, compile, publish) on stderr; a warm
+    A cold build reports its phases (parse, generate, compile, publish; autotune on a GPU
+    build with strategy "auto") on stderr; a warm
     one finds the entry by its key and loads it. Raises `ValueError` for bad arguments,
     `RuntimeError` for device="cuda" without a usable GPU, `ImportError` when the chosen
     backend's framework is not installed, and `grid_codegen.compile.CompileError` when the
@@ -111,7 +119,8 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     options = CodegenOptions(
         dtype=dtype_name, max_batch_size=max_batch_size,
         algorithms=tuple(algorithm_list) if algorithm_list is not None else ALGORITHMS,
-        ee_joint_names=tuple(ee_joint_names or ()), runtime_inertia=bool(runtime_inertia))
+        ee_joint_names=tuple(ee_joint_names or ()), runtime_inertia=bool(runtime_inertia),
+        strategy=strategy)
     target = resolve_device(device)
     registration = ensure_entry(name, urdf_bytes, source, bool(floating_base), options,
                                 target, cache_dir=cache_dir, force_rebuild=force_rebuild)

@@ -4,6 +4,8 @@ For each robot, algorithm and batch size: `kernel` is the launch alone (CUDA eve
 around the launch on torch's current stream; on the CPU backend the launch is the whole
 computation, timed with perf_counter) and `end_to_end` adds moving inputs from host numpy
 arrays to the device and the result back (GPU), i.e. what a numpy caller pays.
+`--variants` times every strategy variant of the artifact separately (kernel only, each
+entry then names its `variant`), which is what the dispatch tables are chosen from.
 
     PYTHONPATH=codegen:python:tests python tools/bench/bench_kernels.py --backend cpu \\
         --robots iiwa14 --batches 1 64 1024 --out bench.json
@@ -74,33 +76,52 @@ def bench_cpu(state: Any, name: str, inputs: tuple[Any, ...], batch: int,
     return {"kernel": _summary(kernel, batch), "end_to_end": _summary(e2e, batch)}
 
 
-def bench_cuda(state: Any, name: str, inputs: tuple[Any, ...], batch: int,
-               min_seconds: float) -> dict[str, Any]:
+L2_BYTES = 50 * 2**20  # rotate input sets past this, so the cache does not flatter
+
+
+def bench_cuda_kernel(state: Any, name: str, inputs: tuple[Any, ...], batch: int,
+                      min_seconds: float, variant: str | None = None) -> list[float]:
+    """Kernel times (seconds) of `name` on device-resident inputs, CUDA events around each
+    launch; several input sets rotate when one set fits in the L2."""
     import torch
-    device_inputs = [None if x is None else torch.from_numpy(np.ascontiguousarray(
-        x, dtype=state.artifact.dtype)).cuda() for x in inputs]
     info = state.artifact.algorithms[name]
+    dtype = state.artifact.dtype
+    one = sum(np.asarray(x).nbytes for x in inputs if x is not None)
+    sets = 1 if one >= L2_BYTES else min(8, -(-3 * L2_BYTES // max(one, 1)))
+    device_sets = []
+    for k in range(sets):
+        rolled = [None if x is None else np.roll(np.asarray(x, dtype=dtype), k, axis=0)
+                  for x in inputs]
+        device_sets.append([None if x is None else torch.from_numpy(
+            np.ascontiguousarray(x)).cuda() for x in rolled])
     out = torch.empty((batch, *info.output_shape), device="cuda",
-                      dtype=device_inputs[0].dtype)
-    ptrs = [0 if x is None else x.data_ptr() for x in device_inputs]
+                      dtype=device_sets[0][0].dtype)
+    ptr_sets = [[0 if x is None else x.data_ptr() for x in ds] for ds in device_sets]
     stream = torch.cuda.current_stream().cuda_stream
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
-    def kernel_once() -> float:
+    def kernel_once(k: int) -> float:
         start.record()
-        state.artifact.check(state.launch_raw(name, ptrs, out.data_ptr(), batch,
-                                              stream=stream))
+        state.artifact.check(state.launch_raw(name, ptr_sets[k % sets], out.data_ptr(), batch,
+                                              stream=stream, variant=variant))
         stop.record()
         stop.synchronize()
         return start.elapsed_time(stop) * 1e-3
 
-    kernel_once()
+    kernel_once(0)
     kernel_times: list[float] = []
     t_end = time.perf_counter() + min_seconds
-    while len(kernel_times) < 5 or time.perf_counter() < t_end:
-        kernel_times.append(kernel_once())
+    while len(kernel_times) < 20 or time.perf_counter() < t_end:
+        kernel_times.append(kernel_once(len(kernel_times)))
         if len(kernel_times) >= 10_000:
             break
+    return kernel_times
+
+
+def bench_cuda(state: Any, name: str, inputs: tuple[Any, ...], batch: int,
+               min_seconds: float) -> dict[str, Any]:
+    import torch
+    kernel_times = bench_cuda_kernel(state, name, inputs, batch, min_seconds)
 
     def end_to_end() -> None:
         result = state.call(name, *[None if x is None else torch.from_numpy(
@@ -118,7 +139,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS))
     parser.add_argument("--batches", nargs="+", type=int, default=list(DEFAULT_BATCHES))
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    parser.add_argument("--strategy", choices=("block", "thread"), default="block")
+    parser.add_argument("--strategy", choices=("auto", "thread", "warp", "block"),
+                        default="auto")
+    parser.add_argument("--variants", action="store_true",
+                        help="time every variant of the artifact separately (GPU)")
     parser.add_argument("--min-seconds", type=float, default=0.2,
                         help="time spent per (robot, algorithm, batch) measurement")
     parser.add_argument("--out", type=Path, default=None, help="JSON file (default stdout)")
@@ -140,6 +164,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             s = random_states(ref.model, batch, seed=batch)
             for name in args.algorithms:
                 inputs, _ = _inputs(ref, name, s)
+                if args.variants and args.backend == "cuda":
+                    for variant in artifact.algorithms[name].variants:
+                        times = bench_cuda_kernel(state, name, inputs, batch,
+                                                  args.min_seconds, variant)
+                        entry = {"robot": robot, "algorithm": name, "batch": batch,
+                                 "variant": variant, "compile_s": round(compile_s, 2),
+                                 "kernel": _summary(times, batch)}
+                        report["results"].append(entry)
+                        print(f"{robot:8s} {name:28s} B={batch:6d} {variant:6s} "
+                              f"{entry['kernel']['median_s'] * 1e6:10.1f} us "
+                              f"({entry['kernel']['per_item_ns']:9.2f} ns/item)",
+                              file=sys.stderr, flush=True)
+                    continue
                 entry = {"robot": robot, "algorithm": name, "batch": batch,
                          "compile_s": round(compile_s, 2)}
                 entry.update(run(state, name, inputs, batch, args.min_seconds))

@@ -39,11 +39,11 @@ _CALLS = {"sqrt": "sqrt_", "sin": "sin_", "cos": "cos_", "atan2": "atan2_"}
 
 RUNTIME = None  # the marker of a run-time entry in an `Array`'s pattern
 
-SEGMENT_OPS = 6000
+SEGMENT_OPS = 8000
 """Operations per straight-line segment (ptxas keeps ~7k-op blocks register-resident at
 255 registers without spills on sm_90; measured on iiwa14's derivative passes)."""
 
-INLINE_OPS = 8000
+INLINE_OPS = 9000
 """Item functions up to this many operations inline their passes (one register-resident
 block); larger ones call them out of line."""
 
