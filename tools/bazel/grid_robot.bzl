@@ -30,9 +30,10 @@ creates, for `name = "go2"`:
 
 Hermetic by construction: every action reads only its declared inputs, all named by
 content in its cache key.
-  generate  URDF, the options (on the command line), the generator's sources
-            (//codegen:grid_codegen), its entry point, //:requirements-core.lock (which
-            pins what the generator imports) and the venv launcher (Python's version)
+  generate  URDF, the options (on the command line), the generator's sources and the
+            headers it inlines (//codegen:grid_codegen), its entry point,
+            //:requirements-core.lock (which pins what the generator imports) and the
+            venv launcher (Python's version)
   compile   the generated files, the compile driver (same sources), the host compiler's
             identity (@grid_host_cc//:toolchain.json: path, version, OpenMP) and, for
             CUDA only, every file of the toolkit and the architectures (--//cuda:archs)
@@ -110,7 +111,11 @@ def _codegen_inputs(ctx):
             root = f.path[:-len("/grid_codegen/__init__.py")]
     if root == None:
         fail("//codegen:grid_codegen has no grid_codegen/__init__.py")
-    return sources + [ctx.file._entry, ctx.file._lock], root
+    # The static C++ the generator inlines (//codegen:grid_codegen's data, grid/*.h): part
+    # of what generation reads, so a header edit re-keys every generate action.
+    data = [f for f in ctx.attr._codegen[DefaultInfo].default_runfiles.files.to_list()
+            if not f.path.endswith(".py")]
+    return sources + data + [ctx.file._entry, ctx.file._lock], root
 
 def _run_codegen(ctx, arguments, inputs, outputs, mnemonic, message):
     codegen, root = _codegen_inputs(ctx)
