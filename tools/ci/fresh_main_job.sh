@@ -51,7 +51,7 @@ venv="$work/clone/.venv"
 say "pip install . (non-editable) and the main job from outside the tree"
 "${clean_env[@]}" "$venv/bin/python" -m pip install -q --no-deps --no-build-isolation \
   "$work/clone" >"$work/install.log" 2>&1 || { tail -40 "$work/install.log"; exit 1; }
-rm -rf "$work/clone/python/grid_rbd" "$work/clone/robots"  # nothing may come from the tree
+rm -rf "$work/clone/python" "$work/clone/codegen" "$work/clone/robots"  # none from the tree
 cd "$work"
 "${clean_env[@]}" "$venv/bin/python" -m grid_rbd.demo --cold --batch 8 --timing-batch 64 \
   >"$work/installed.log" 2>&1 || { tail -40 "$work/installed.log"; exit 1; }
