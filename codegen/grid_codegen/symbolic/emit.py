@@ -145,8 +145,11 @@ def _emit_pass(w: Writer, p: _Pass) -> None:
 
 
 def _input_name(array: Array, k: int) -> str:
+    """The C++ expression of entry k of `array` as a value of T."""
     if array.optional:
         return f"({array.name} != nullptr ? {array.name}[{k}] : T{{}})"
+    if array.kind == "table":  # a shared table of S: broadcast (a SIMD T on the CPU)
+        return f"T{{}} + {array.name}[{k}]"
     return f"{array.name}[{k}]"
 
 
@@ -197,10 +200,19 @@ class ItemBuilder:
             consumer that reads it with run-time indices, such as a dense product loop)."""
         g = G.Graph()
         values: list[object] = []
+        owner: dict[str, str] = {}  # input expression -> the parameter it reads
         for array in inputs:
-            values.append([g.input(_input_name(array, k)) if p is RUNTIME else p
-                           for k, p in enumerate(array.pattern)])
+            row = []
+            for k, p in enumerate(array.pattern):
+                if p is RUNTIME:
+                    expr = _input_name(array, k)
+                    owner[expr] = array.name
+                    row.append(g.input(expr))
+                else:
+                    row.append(p)
+            values.append(row)
         for s in scalars:
+            owner[f"T{{}} + {s}"] = s
             values.append(g.input(f"T{{}} + {s}"))
         result = list(fn(*values))
         is_out = isinstance(output, Array)
@@ -217,10 +229,10 @@ class ItemBuilder:
             local = Array(out_name, pattern)  # nothing to compute at run time
             self.locals.append(local)
             return local
-        used = _used_inputs(g, [result[k] for k in positions])
+        used = {owner[name] for name in _used_inputs(g, [result[k] for k in positions])}
         params = [(f"const {'S' if a.kind == 'table' else 'T'}* GRID_RESTRICT {a.name}",
                    a.name) for a in inputs if a.name in used]
-        params += [(f"S {s}", s) for s in scalars if f"T{{}} + {s}" in used]
+        params += [(f"S {s}", s) for s in scalars if s in used]
         params.append((f"T* GRID_RESTRICT {out_name}", out_name))
         segments, scratch, ops = _emit_body(g, result, positions, out_name, is_out or dense,
                                             self.library.segment_ops)
@@ -277,16 +289,8 @@ class ItemBuilder:
 
 
 def _used_inputs(g: G.Graph, roots: Sequence[object]) -> set[str]:
-    used: set[str] = set()
-    for i in G.reachable(g, roots):
-        op, name, _ = g.nodes[i]
-        if op == "in":
-            # "X[3]", "(f_ext != nullptr ? f_ext[3] : T{})" or "T{} + gravity".
-            if name.startswith("T{}"):
-                used.add(name)
-            else:
-                used.add(name.lstrip("(").split("[")[0].split(" ")[0])
-    return used
+    """The input expressions (`X[3]`, `T{} + gravity`, ...) `roots` depend on."""
+    return {g.nodes[i][1] for i in G.reachable(g, roots) if g.nodes[i][0] == "in"}
 
 
 def _expression(g: G.Graph, i: int, operand: Callable[[object], str]) -> str:
