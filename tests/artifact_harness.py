@@ -239,7 +239,7 @@ def _build_root() -> Path:
 def _build(model: RobotModel, opts: CodegenOptions, backend: str) -> tuple[Path, float]:
     """Compile into a folder named by the hash of the generated files and the backend, or
     reuse what a previous session left there (only with `$GRID_RBD_TEST_BUILD_DIR`)."""
-    files = generate(model, opts)
+    files = generate(model, opts, units=True)
     digest = hashlib.sha256(backend.encode())
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + files[name].encode() + b"\0")

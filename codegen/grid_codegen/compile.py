@@ -240,6 +240,56 @@ def cuda_command(nvcc: str, source: Path, output: Path, archs: Sequence[str],
     return [nvcc, *cuda_flags(archs), *extra_flags, str(source), "-o", str(output)]
 
 
+def build_jobs() -> int:
+    """Compiler processes a split build runs at once: `$GRID_RBD_BUILD_JOBS`, else one per
+    core. (Not a build knob: it changes how long a build takes, not what it produces.)"""
+    value = os.environ.get("GRID_RBD_BUILD_JOBS", "")
+    try:
+        jobs = int(value) if value else (os.cpu_count() or 1)
+    except ValueError:
+        jobs = os.cpu_count() or 1
+    return max(1, min(jobs, 64))
+
+
+def _compile_units(cmd: list[str], sources: list[str], out: Path, staging: Path,
+                   backend: str, tmp_dir: Path, tools: Sequence[str],
+                   timeout: float | None) -> tuple[int, str, list[str]]:
+    """Compile each source of a split artifact to an object in parallel (`cmd` with `-c`
+    in place of the shared-object flags), then link the objects into `staging`. Returns
+    (status, the log of every step, the link command)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    source, output = cmd[-3], cmd[-1]  # "... wrapper.cu -o <staging>"
+    if not (source.endswith("wrapper.cu") and cmd[-2] == "-o"):
+        raise AssertionError(f"unexpected compile command {cmd}")
+    link_only = {"-shared", "--shared", "-fopenmp"} if backend == "cuda" else {"-shared"}
+    compile_flags = [f for f in cmd[:-3] if f not in link_only]
+    if backend == "cpu" and "-x" in compile_flags:
+        compile_flags.remove("-x")
+        compile_flags.remove("c++")
+
+    def one(name: str) -> tuple[int, str]:
+        obj = tmp_dir / (name + ".o")
+        language = ["-x", "c++"] if backend == "cpu" else []
+        unit_cmd = [*compile_flags, "-c", *language, str(out / name), "-o", str(obj)]
+        rc, text = run_compiler(unit_cmd, tmp_dir, tools, cwd=out, timeout=timeout)
+        return rc, f"$ {' '.join(unit_cmd)}\n{text}"
+
+    with ThreadPoolExecutor(max_workers=min(build_jobs(), len(sources))) as pool:
+        results = list(pool.map(one, sources))
+    log = "\n".join(text for _, text in results)
+    failed = [rc for rc, _ in results if rc != 0]
+    objects = [str(tmp_dir / (name + ".o")) for name in sources]
+    link = [cmd[0]] + [f for f in cmd[1:-3] if f in link_only or f.startswith("-gencode") or
+                       f in ("-Xcompiler", "-fPIC", "-fvisibility=hidden", "-fopenmp", "-O2",
+                             "-O3")]
+    link += [*objects, "-o", output]
+    if failed:
+        return failed[0], log, link
+    rc, text = run_compiler(link, tmp_dir, tools, cwd=out, timeout=timeout)
+    return rc, log + f"\n$ {' '.join(link)}\n{text}", link
+
+
 def compile_artifact(files: Mapping[str, str], out_dir: str | Path, backend: str = "cpu", *,
                      gpu_archs: Sequence[str] = ("sm_90",), detect_arch: bool = True,
                      openmp: bool = True, compiler: str | None = None,
@@ -247,7 +297,9 @@ def compile_artifact(files: Mapping[str, str], out_dir: str | Path, backend: str
                      ) -> CompileResult:
     """Write `files` into `out_dir` and build `out_dir/robot.so` from `wrapper.cu`.
 
-    files: `generate(...)` output (file name -> text; must hold `wrapper.cu`).
+    files: `generate(...)` output (file name -> text; must hold `wrapper.cu`). With the
+        `unit_*.cu` translation units of `generate(units=True)`, each unit and the wrapper
+        are compiled to objects in parallel (`build_jobs()` at once) and then linked.
     backend: "cpu" (host compiler) or "cuda" (nvcc).
     gpu_archs: CUDA architectures to build; the detected GPU's is added when
         `detect_arch`. compiler: the host compiler or nvcc to use instead of the default.
@@ -283,8 +335,13 @@ def compile_artifact(files: Mapping[str, str], out_dir: str | Path, backend: str
     # which collides between concurrent sandboxed builds, and nobody else may write there.
     tmp_dir = Path(tempfile.mkdtemp(prefix="tmp_", dir=out))
     start = time.monotonic()
+    units = sorted(name for name in files if name.startswith("unit_") and name.endswith(".cu"))
     try:
-        rc, output = run_compiler(cmd, tmp_dir, [tool, *tools], cwd=out, timeout=timeout)
+        if units:
+            rc, output, cmd = _compile_units(cmd, ["wrapper.cu", *units], out, staging,
+                                             backend, tmp_dir, [tool, *tools], timeout)
+        else:
+            rc, output = run_compiler(cmd, tmp_dir, [tool, *tools], cwd=out, timeout=timeout)
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
     seconds = time.monotonic() - start

@@ -18,7 +18,7 @@ from grid_codegen.emit.kernels import VariantInfo, emit_level_variant, emit_thre
 from grid_codegen.emit.prelude import emit_prelude
 from grid_codegen.emit.strategy import make_strategy
 from grid_codegen.emit.thread import build_thread_item
-from grid_codegen.emit.wrapper import AlgorithmBuild, emit_wrapper
+from grid_codegen.emit.wrapper import AlgorithmBuild, emit_unit, emit_wrapper, unit_file
 from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.model import RobotModel
 from grid_codegen.options import CodegenOptions
@@ -26,8 +26,13 @@ from grid_codegen.registry import MAX_INPUTS, Dims, algorithm
 from grid_codegen.symbolic.emit import PassLibrary
 
 
-def generate(model: RobotModel, options: CodegenOptions | None = None) -> dict[str, str]:
-    """The files of the artifact for `model`: file name -> text."""
+def generate(model: RobotModel, options: CodegenOptions | None = None,
+             units: bool = False) -> dict[str, str]:
+    """The files of the artifact for `model`: file name -> text.
+
+    units: put each algorithm's kernels in a translation unit of its own
+    (`unit_<algorithm>.cu`, compiled in parallel by `grid_codegen.compile`); by default
+    `wrapper.cu` instantiates everything (one compiler run, as the Bazel action does)."""
     options = options or CodegenOptions()
     ee_frames = model.end_effector_frames(options.ee_joint_names or None)
     dims = Dims(model.nq, model.nv, model.nb, len(ee_frames))
@@ -84,7 +89,12 @@ def generate(model: RobotModel, options: CodegenOptions | None = None) -> dict[s
         w.comment("---- kernels and launchers ----")
         w.line()
         w.extend(kernels)
-    return {"grid.cuh": w.text(), "wrapper.cu": emit_wrapper(model, options, dims, builds)}
+    files = {"grid.cuh": w.text(), "wrapper.cu": emit_wrapper(model, options, dims, builds,
+                                                              units)}
+    if units:
+        for build in builds:
+            files[unit_file(build.algorithm.name)] = emit_unit(model, options, build)
+    return files
 
 
 def _check_ports(spec, entry, dims: Dims) -> None:

@@ -280,7 +280,7 @@ def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
         model = parse_urdf(urdf_bytes, floating_base=floating_base, source=urdf_source)
         ee_frames = model.end_effector_frames(options.ee_joint_names or None)
     with progress.phase("generate", f"{len(options.algorithms)} algorithms, {options.dtype}"):
-        files = generate(model, options)
+        files = generate(model, options, units=True)
     names = _names(model, ee_frames)
     ckey = content_key(files, identity, names)
     try:

@@ -69,9 +69,54 @@ def _algorithm_entry(build: AlgorithmBuild, index: int, dims: Dims, dispatch: Se
             f"{len(dispatch)}, {{{', '.join(thresholds)}}}, {{{', '.join(chosen)}}}}}")
 
 
+def unit_file(algorithm: str) -> str:
+    """The translation unit holding the kernels of `algorithm` (`generate(units=True)`)."""
+    return f"unit_{algorithm}.cu"
+
+
+def emit_unit(model: RobotModel, options: CodegenOptions, build: AlgorithmBuild) -> str:
+    """The text of one algorithm's translation unit: its variants instantiated for the
+    artifact's scalar, behind plain functions the wrapper calls."""
+    w = Writer()
+    w.line(f"// {unit_file(build.algorithm.name)}: the kernels of "
+           f"`{build.algorithm.name}` for robot '{comment_text(model.name)}'.")
+    w.line("// Generated; do not edit. Compiled on its own, in parallel with the others.")
+    w.line('#include "grid.cuh"')
+    w.line()
+    _emit_unit_functions(w, options, [build])
+    return w.text()
+
+
+def _emit_unit_functions(w: Writer, options: CodegenOptions,
+                         builds: Sequence[AlgorithmBuild]) -> None:
+    with w.namespace("grid_units"):
+        w.line(f"using Scalar = {options.scalar};")
+        for b in builds:
+            for v in b.variants:
+                name = f"{b.algorithm.name}_{v.strategy}"
+                w.line(f"int launch_{name}(const grid::Args<Scalar>& args, "
+                       "const grid_launch_config& cfg, grid_stream_t stream) {")
+                w.line(f"  return grid::launch_{name}<Scalar>(args, cfg, stream);")
+                w.line("}")
+                w.line(f"int configure_{name}() {{ return grid::configure_{name}<Scalar>(); }}")
+
+
+def _declare_unit_functions(w: Writer, options: CodegenOptions,
+                            builds: Sequence[AlgorithmBuild]) -> None:
+    with w.namespace("grid_units"):
+        w.line(f"using Scalar = {options.scalar};")
+        for b in builds:
+            for v in b.variants:
+                name = f"{b.algorithm.name}_{v.strategy}"
+                w.line(f"int launch_{name}(const grid::Args<Scalar>& args, "
+                       "const grid_launch_config& cfg, grid_stream_t stream);")
+                w.line(f"int configure_{name}();")
+
+
 def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
-                 builds: Sequence[AlgorithmBuild]) -> str:
-    """The text of `wrapper.cu`."""
+                 builds: Sequence[AlgorithmBuild], units: bool = False) -> str:
+    """The text of `wrapper.cu`; with `units` the kernels are instantiated in the
+    `unit_<algorithm>.cu` files (`emit_unit`) and only declared here."""
     for b in builds:
         if not 1 <= len(b.variants) <= MAX_VARIANTS:
             raise ValueError(f"{b.algorithm.name}: 1..{MAX_VARIANTS} variants")
@@ -96,6 +141,12 @@ def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
     w.line("#endif")
     w.line("#endif")
     w.line('#define GRID_EXPORT __attribute__((visibility("default")))')
+    w.line()
+    if units:
+        w.comment("The kernels live in the unit_<algorithm>.cu translation units.")
+        _declare_unit_functions(w, options, builds)
+    else:
+        _emit_unit_functions(w, options, builds)
     w.line()
     with w.namespace(""):
         w.line(f"using Scalar = {options.scalar};")
@@ -162,7 +213,7 @@ def _emit_state_functions(w: Writer, model: RobotModel, options: CodegenOptions,
         w.line("int rc = GRID_OK;")
         for b in builds:
             for v in b.variants:
-                w.line(f"if ((rc = grid::configure_{b.algorithm.name}_{v.strategy}<Scalar>()) "
+                w.line(f"if ((rc = grid_units::configure_{b.algorithm.name}_{v.strategy}()) "
                        "!= GRID_OK) return rc;")
         w.line("std::unique_ptr<State> state(new (std::nothrow) State());")
         w.line("if (!state) return GRID_ERROR_OUT_OF_MEMORY;")
@@ -257,8 +308,8 @@ def _emit_launch(w: Writer, builds: Sequence[AlgorithmBuild]) -> None:
         with w.block("switch (algorithm_id * 16 + variant)"):
             for k, b in enumerate(builds):
                 for j, v in enumerate(b.variants):
-                    w.line(f"case {16 * k + j}: return grid::launch_{b.algorithm.name}_"
-                           f"{v.strategy}<Scalar>(args, cfg, s);")
+                    w.line(f"case {16 * k + j}: return grid_units::launch_{b.algorithm.name}_"
+                           f"{v.strategy}(args, cfg, s);")
             w.line("default: return GRID_ERROR_INVALID_ARGUMENT;")
     w.line()
     with w.block("int launch(void* state, int32_t algorithm_id, const void* const* inputs, "
