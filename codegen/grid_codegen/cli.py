@@ -2,7 +2,7 @@
 
     python -m grid_codegen generate ROBOT.urdf --out-dir DIR [--floating-base]
         [--dtype float32] [--algorithms a,b] [--ee-joint-names j1,j2]
-        [--runtime-inertia] [--max-batch-size N] [--strategy block]
+        [--runtime-inertia] [--max-batch-size N] [--strategy auto]
     python -m grid_codegen compile --backend cpu  --source DIR/wrapper.cu --output robot.so
         [--host-toolchain host.json | --compiler g++ --openmp/--no-openmp]
     python -m grid_codegen compile --backend cuda --source DIR/wrapper.cu --output robot.so
@@ -65,7 +65,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="comma-separated joints whose frames are the end effectors")
     gen.add_argument("--runtime-inertia", action="store_true")
     gen.add_argument("--max-batch-size", type=int, default=65536)
-    gen.add_argument("--strategy", choices=STRATEGIES, default="block")
+    gen.add_argument("--strategy", choices=STRATEGIES, default="auto",
+                     help="auto (default): every strategy that suits the robot, chosen per "
+                     "batch by the cost model (grid_codegen.dispatch); or thread, warp, block")
 
     comp = sub.add_parser("compile", help="wrapper.cu -> robot .so (host compiler or nvcc)")
     comp.add_argument("--backend", choices=("cpu", "cuda"), required=True)
