@@ -9,8 +9,10 @@ twist). Only joint i's own coordinates move `X_i`, as `dX_i/dq_k = -crm(S_ik) X_
   `df_i = I_i da_i + dv_i x* (I_i v_i) + v_i x* (I_i dv_i)`
   `dtau_i = S_i^T dF_i`, `dF_p += X_i^T (dF_i + S_ik x* F_i [c = q_k])`
 with `F_i` the force transmitted by joint i (RNEA's backward pass). Each column is
-independent: threads run across columns with the per-body derivatives in thread-local
-arrays. The forward-dynamics gradient is `-M^-1 dID` at `qdd = FD(q, qd, u)`.
+independent: lanes (threads) run across columns, the column invariants `X_i v_p`,
+`X_i a_p`, `I_i v_i` are computed once per item before them, and each column walks the
+tree depth first with its derivatives in nested scopes. The forward-dynamics gradient is
+`-M^-1 dID` at `qdd = FD(q, qd, u)`.
 """
 
 from __future__ import annotations
@@ -38,69 +40,122 @@ def _emit_direction_column(w: Writer, joint: Joint, offset: str) -> None:
         emit_subspace_add(w, joint, lambda d: "T(1)", "s")
 
 
+def add_gradient_buffers(ctx: EmitContext, L: Layout) -> None:
+    """The column invariants of the gradient: `Xv_i = X_i v_p`, `Xa_i = X_i a_p` and
+    `h_i = I_i v_i` per body, computed once per item instead of once per column."""
+    nb = ctx.model.nb
+    L.add("Xv", 6, nb, doc="X_i v_parent (column invariant)")
+    L.add("Xa", 6, nb, doc="X_i a_parent, a_root = -g for the root (column invariant)")
+    L.add("hv", 6, nb, doc="I_i v_i (column invariant)")
+
+
+def _emit_invariants(ctx: EmitContext, w: Writer, L: Layout) -> None:
+    model = ctx.model
+    X, v, a = L["X"], L["v"], L["a"]
+    Xv, Xa, hv = L["Xv"], L["Xa"], L["hv"]
+
+    def unit(w: Writer, i: int) -> None:
+        joint = model.joints[i]
+        ctx.emit_inertia(w, i)
+        if joint.parent >= 0:
+            w.line(f"motion_to_child({X.at(i)}, {v.at(joint.parent)}, {Xv.at(i)});")
+            w.line(f"motion_to_child({X.at(i)}, {a.at(joint.parent)}, {Xa.at(i)});")
+        else:
+            w.line("const T a_root[6] = {T(0), T(0), -args.gravity, T(0), T(0), T(0)};")
+            w.line(f"for (int k = 0; k < 6; ++k) {Xv.at(i)}[k] = T(0);")
+            w.line(f"motion_to_child({X.at(i)}, a_root, {Xa.at(i)});")
+        w.line(f"inertia_apply(I, {v.at(i)}, {hv.at(i)});")
+
+    ctx.strategy.schedule(w, [tuple(range(model.nb))], unit, "gradient column invariants")
+
+
+def _support(model, i: int) -> list[tuple[int, int]]:
+    """The dof ranges [lo, hi) of body i and its ancestors (the directions that move it)."""
+    ranges = sorted((model.joints[j].idx_v, model.joints[j].idx_v + model.joints[j].nv)
+                    for j in model.ancestors(i))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        if merged and merged[-1][1] == lo:
+            merged[-1] = (merged[-1][0], hi)
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
 def emit_rnea_gradient_columns(ctx: EmitContext, w: Writer, L: Layout,
                                dtau: Callable[[int], str]) -> None:
     """After RNEA (`X`, `qd`, `v`, `a`, transmitted forces in `f`): every column
-    `c < 2 nv` of `dtau/d(q, qd)`; `dtau(r)` is the lvalue of row r in column `c`."""
+    `c < 2 nv` of `dtau/d(q, qd)`; `dtau(r)` is the lvalue of row r in column `c`.
+
+    The bodies are visited depth first, each body's derivatives in a scope nested in its
+    parent's: `dv`, `da` of the ancestors and the force sums `dF` of the open bodies are
+    all that is live (O(depth), not O(bodies): register-resident for a humanoid too). A
+    body that direction `c` cannot move (its joint is not an ancestor) skips its forward
+    step (its derivatives are zero); its backward step still collects its children's."""
     model = ctx.model
-    nb, nv = model.nb, model.nv
+    nv = model.nv
     if any(j.parent >= i for i, j in enumerate(model.joints)):
         raise ValueError("bodies must be numbered parents first")
-    X, v, a, f, qd = L["X"], L["v"], L["a"], L["f"], L["qd"]
+    _emit_invariants(ctx, w, L)
+    ctx.strategy.barrier(w)
+    X, v, f, qd = L["X"], L["v"], L["f"], L["qd"]
+    Xv, Xa, hv = L["Xv"], L["Xa"], L["hv"]
+    children = model.children
+
+    def visit(i: int) -> None:
+        joint = model.joints[i]
+        lo, hi = joint.idx_v, joint.idx_v + joint.nv
+        p = joint.parent
+        w.comment(f"body {i}: joint '{comment_text(joint.name)}'")
+        w.line(f"T dv{i}[6], da{i}[6], dF{i}[6];")
+        cond = " || ".join(f"(d >= {a} && d < {b})" for a, b in _support(model, i))
+        w.line(f"const bool moved{i} = {cond};")
+        with w.block(f"if (moved{i})"):
+            ctx.emit_inertia(w, i)
+            if p >= 0:
+                w.line(f"motion_to_child({X.at(i)}, dv{p}, dv{i});")
+                w.line(f"motion_to_child({X.at(i)}, da{p}, da{i});")
+            else:
+                w.line(f"for (int k = 0; k < 6; ++k) dv{i}[k] = da{i}[k] = T(0);")
+            with w.block(f"if (c >= {lo} && c < {hi})"):
+                _emit_direction_column(w, joint, str(lo))
+                w.line(f"motion_cross_add({Xv.at(i)}, s, dv{i});")
+                w.line(f"motion_cross_add({Xa.at(i)}, s, da{i});")
+            with w.block(f"if (c >= {nv + lo} && c < {nv + hi})"):
+                _emit_direction_column(w, joint, str(nv + lo))
+                w.line(f"for (int k = 0; k < 6; ++k) dv{i}[k] += s[k];")
+                w.line(f"motion_cross_add({v.at(i)}, s, da{i});")
+            w.line("T vj[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};")
+            emit_subspace_add(w, joint, lambda d, j=joint: qd[j.idx_v + d], "vj")
+            w.line(f"motion_cross_add(dv{i}, vj, da{i});  // dv_i complete: qd column added")
+            w.line("T Idv[6];")
+            w.line(f"inertia_apply(I, dv{i}, Idv);")
+            w.line(f"inertia_apply(I, da{i}, dF{i});")
+            w.line(f"force_cross_add(dv{i}, {hv.at(i)}, dF{i});")
+            w.line(f"force_cross_add({v.at(i)}, Idv, dF{i});")
+        with w.block("else"):
+            w.line(f"for (int k = 0; k < 6; ++k) dv{i}[k] = da{i}[k] = dF{i}[k] = T(0);")
+        for child in children[i]:
+            with w.block():
+                visit(child)
+        w.comment(f"body {i}: backward")
+        for dof in range(joint.nv):
+            w.line(f"{dtau(lo + dof)} = {subspace_transpose_times(joint, dof, f'dF{i}')};")
+        if p >= 0:
+            w.line("T g[6], t[6];")
+            w.line(f"for (int k = 0; k < 6; ++k) g[k] = dF{i}[k];")
+            with w.block(f"if (c >= {lo} && c < {hi})"):
+                _emit_direction_column(w, joint, str(lo))
+                w.line(f"force_cross_add(s, {f.at(i)}, g);")
+            w.line(f"force_to_parent({X.at(i)}, g, t);")
+            w.line(f"for (int k = 0; k < 6; ++k) dF{p}[k] += t[k];")
+
     with ctx.strategy.parallel(w, "c", 2 * nv):
-        w.line(f"T dv[{6 * nb}], da[{6 * nb}], dF[{6 * nb}];")
-        for i, joint in enumerate(model.joints):
-            lo, hi = joint.idx_v, joint.idx_v + joint.nv
+        w.line(f"const int d = c < {nv} ? c : c - {nv};  // the dof direction c moves")
+        roots = [i for i, j in enumerate(model.joints) if j.parent < 0]
+        for root in roots:
             with w.block():
-                w.comment(f"forward, body {i}: joint '{comment_text(joint.name)}'")
-                ctx.emit_inertia(w, i)
-                w.line(f"T* dvi = dv + {6 * i};")
-                w.line(f"T* dai = da + {6 * i};")
-                w.line("T Xv[6], Xa[6];")
-                if joint.parent >= 0:
-                    p = joint.parent
-                    w.line(f"motion_to_child({X.at(i)}, dv + {6 * p}, dvi);")
-                    w.line(f"motion_to_child({X.at(i)}, da + {6 * p}, dai);")
-                    w.line(f"motion_to_child({X.at(i)}, {v.at(p)}, Xv);")
-                    w.line(f"motion_to_child({X.at(i)}, {a.at(p)}, Xa);")
-                else:
-                    w.line("const T a_root[6] = {T(0), T(0), -args.gravity, T(0), T(0), T(0)};")
-                    w.line("for (int k = 0; k < 6; ++k) dvi[k] = dai[k] = Xv[k] = T(0);")
-                    w.line(f"motion_to_child({X.at(i)}, a_root, Xa);")
-                with w.block(f"if (c >= {lo} && c < {hi})"):
-                    _emit_direction_column(w, joint, str(lo))
-                    w.line("motion_cross_add(Xv, s, dvi);")
-                    w.line("motion_cross_add(Xa, s, dai);")
-                with w.block(f"if (c >= {nv + lo} && c < {nv + hi})"):
-                    _emit_direction_column(w, joint, str(nv + lo))
-                    w.line("for (int k = 0; k < 6; ++k) dvi[k] += s[k];")
-                    w.line(f"motion_cross_add({v.at(i)}, s, dai);")
-                w.line("T vj[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};")
-                emit_subspace_add(w, joint, lambda d, j=joint: qd[j.idx_v + d], "vj")
-                w.line("motion_cross_add(dvi, vj, dai);  // dv_i complete: qd column added")
-                w.line(f"T* dFi = dF + {6 * i};")
-                w.line("T h[6], Idv[6];")
-                w.line(f"inertia_apply(I, {v.at(i)}, h);")
-                w.line("inertia_apply(I, dvi, Idv);")
-                w.line("inertia_apply(I, dai, dFi);")
-                w.line("force_cross_add(dvi, h, dFi);")
-                w.line(f"force_cross_add({v.at(i)}, Idv, dFi);")
-        for i in reversed(range(nb)):
-            joint = model.joints[i]
-            lo, hi = joint.idx_v, joint.idx_v + joint.nv
-            with w.block():
-                w.comment(f"backward, body {i}")
-                w.line(f"T* dFi = dF + {6 * i};")
-                for d in range(joint.nv):
-                    w.line(f"{dtau(lo + d)} = {subspace_transpose_times(joint, d, 'dFi')};")
-                if joint.parent >= 0:
-                    w.line("T g[6], t[6];")
-                    w.line("for (int k = 0; k < 6; ++k) g[k] = dFi[k];")
-                    with w.block(f"if (c >= {lo} && c < {hi})"):
-                        _emit_direction_column(w, joint, str(lo))
-                        w.line(f"force_cross_add(s, {f.at(i)}, g);")
-                    w.line(f"force_to_parent({X.at(i)}, g, t);")
-                    w.line(f"for (int k = 0; k < 6; ++k) dF[{6 * joint.parent} + k] += t[k];")
+                visit(root)
     ctx.strategy.barrier(w)
 
 
@@ -111,6 +166,7 @@ def _rnea_layout(ctx: EmitContext, name: str, control: str) -> Layout:
     L.add("qd", model.nv, doc="velocity")
     L.add(control, model.nv, doc="acceleration" if control == "qdd" else "joint torques")
     add_rnea_buffers(ctx, L)
+    add_gradient_buffers(ctx, L)
     return L
 
 
