@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # One GPU session for the generated kernels (issue 11), sized for one 10-minute call:
-#   1. grid_rbd._core and every CUDA artifact the GPU tests and the benchmark use, built
-#      in parallel with `-Xptxas -v` (registers, stack and spills per kernel in the logs);
+#   1. every CUDA artifact the GPU tests and the benchmark use, built in parallel (and each
+#      in parallel translation units) with `-Xptxas -v` (registers, stack and spills per
+#      kernel in the logs);
 #   2. the gpu-tagged codegen tests (every strategy of every algorithm on the GPU against
 #      the float64 reference, launch widths and grid caps, the robot set);
 #   3. every variant of iiwa14, go2 and g1 timed at batches 1, 1024, 16384, 65536.
 # Results go to $1 (default ./gpu_results): builds.log, ptxas.txt, gpu_tests.log,
 # bench_variants.json, bench_variants.log.
-# Env: ROBOTS (benchmark robots), GRID_RBD_BUILD_WORKERS (parallel nvcc builds, 15),
-# GRID_RBD_ROBOT_DATA (example-robot-data's robots/ when the package is not installed).
+# Env: ROBOTS (benchmark robots), GRID_RBD_BUILD_WORKERS (builds at once, 8),
+# GRID_RBD_BUILD_JOBS (units per build at once, 3), GRID_RBD_ROBOT_DATA (a copy of
+# example-robot-data's robots/, default .devkit/robots from tools/bench/make_devkit.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh" "${1:-gpu_results}"
-export GRID_RBD_BUILD_WORKERS="${GRID_RBD_BUILD_WORKERS:-15}"
+export GRID_RBD_BUILD_WORKERS="${GRID_RBD_BUILD_WORKERS:-8}"
+export GRID_RBD_BUILD_JOBS="${GRID_RBD_BUILD_JOBS:-3}"  # translation units per build at once
 export GRID_RBD_TEST_NVCCFLAGS="-Xptxas -v"
+export GRID_RBD_ROBOT_DATA="${GRID_RBD_ROBOT_DATA:-$repo/.devkit/robots}"
 robots="${ROBOTS:-iiwa14 go2 g1}"
-
-tools/build_core.sh python3 >"$out/core_build.log" 2>&1 &
-core_pid=$!
 start=$SECONDS
 python3 - "$robots" >"$out/builds.log" 2>&1 <<'PY'
 import sys
@@ -29,7 +30,6 @@ for key, (_, _, seconds) in sorted(_BUILDS.items(), key=lambda kv: -kv[1][2]):
     print(f"{seconds:7.1f} s  {key}")
 PY
 echo "builds: exit $? after $((SECONDS - start)) s" >>"$out/builds.log"
-wait "$core_pid" || echo "core build failed" >>"$out/builds.log"
 
 # Registers, stack frames and spills of the gradient kernels, from ptxas.
 for f in "$GRID_RBD_TEST_BUILD_DIR"/*/robot.build.log; do
@@ -46,10 +46,10 @@ for m in re.finditer(r"Compiling entry function '_ZN4grid(\d+)(\w+?)_kernelI(\w)
 PY
 done
 
-python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/test_codegen_gpu.py \
-  2>&1 | tee "$out/gpu_tests.log" | tail -4
-python3 tools/bench/bench_kernels.py --backend cuda --variants --robots $robots \
-  --batches 1 1024 16384 65536 --min-seconds 0.03 --out "$out/bench_variants.json" \
-  2>"$out/bench_variants.log" || echo "bench failed"
+timeout "${TEST_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -rs -m gpu \
+  tests/test_codegen_gpu.py 2>&1 | tee "$out/gpu_tests.log" | tail -4
+timeout "${BENCH_SECONDS:-200}" python3 tools/bench/bench_kernels.py --backend cuda \
+  --variants --robots $robots --batches 1 1024 16384 65536 --min-seconds 0.02 \
+  --out "$out/bench_variants.json" 2>"$out/bench_variants.log" || echo "bench failed"
 tail -n 3 "$out/builds.log"
 grep -E "gradient" "$out/ptxas.txt" | grep -E "iiwa14|go2" | grep float | head -20

@@ -27,7 +27,10 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
 
 erd="$("$repo/.venv/bin/python" -c 'import sysconfig, pathlib
 print(pathlib.Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix/share/example-robot-data/robots")')"
-for urdf in go2_description/urdf/go2.urdf g1_description/urdf/g1_29dof_rev_1_0.urdf; do
+# Every example-robot-data robot of the test set (tests/support.py), for the GPU tests too.
+for urdf in $("$repo/.venv/bin/python" -c 'import sys; sys.path.insert(0, "'"$repo"'/tests")
+from support import ROBOTS
+print(" ".join(r.relative_path for r in ROBOTS.values() if r.relative_path))'); do
   mkdir -p "$kit/robots/$(dirname "$urdf")"
   cp "$erd/$urdf" "$kit/robots/$urdf"
 done
