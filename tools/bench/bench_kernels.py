@@ -185,6 +185,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                       f"{entry['kernel']['median_s'] * 1e6:10.1f} us "
                       f"({entry['kernel']['per_item_ns']:9.1f} ns/item)", file=sys.stderr)
         state.close()
+        if args.out:  # after every robot: a run cut short keeps what it measured
+            args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     text = json.dumps(report, indent=2, sort_keys=True)
     if args.out:
         args.out.write_text(text + "\n")
