@@ -32,6 +32,8 @@ except ImportError as exc:  # pragma: no cover - a checkout without the extensio
 
 TOL = 1e-9
 COUNTER_BITS = 40  # ids: the load's 24-bit tag, then a 40-bit counter
+# A call that stays in flight for a while (an FD gradient of go2: ~0.2 s on a CPU core).
+LONG_BATCH = 16384
 
 
 @pytest.fixture(scope="module")
@@ -296,14 +298,14 @@ def test_a_closing_context_refuses_new_calls(go2, go2_ref):
     """While close() waits for a long admitted call, a new call is told 'context is
     closing'. Scheduling decides whether the long call was admitted before the close; the
     scenario is repeated until it was."""
-    s = random_states(go2_ref.model, 2048, seed=7)
+    s = random_states(go2_ref.model, LONG_BATCH, seed=7)
     small = random_states(go2_ref.model, 1, seed=8)
     for _ in range(5):
         ctx = go2.create_context()
         long_call = {}
 
         def run_long(ctx=ctx, record=long_call):
-            out = np.empty((2048, go2_ref.nv, 2 * go2_ref.nv))
+            out = np.empty((LONG_BATCH, go2_ref.nv, 2 * go2_ref.nv))
             try:
                 go2.call(ctx, "forward_dynamics_gradient", [s.q, s.qd, s.u], out)
                 record["ok"] = True
@@ -406,12 +408,13 @@ def test_launch_overrides_are_per_context_and_keep_the_model_version(go2):
     version = go2.model_version(a)
     go2.set_threads_for(a, "forward_dynamics", 128)
     go2.set_threads_for(a, "crba", 64)
-    go2.set_variant_for(a, "minv", go2.info["strategy"])
+    variant = go2.variants("minv")[-1]
+    go2.set_variant_for(a, "minv", variant)
     assert go2.model_version(a) == version  # overrides are not model state
     table = go2.launch_overrides(a)
     assert table["forward_dynamics"] == {"threads_per_block": 128, "variant": ""}
     assert table["crba"]["threads_per_block"] == 64
-    assert table["minv"]["variant"] == go2.info["strategy"]
+    assert table["minv"]["variant"] == variant
     assert all(e == {"threads_per_block": 0, "variant": ""}
                for e in go2.launch_overrides(b).values())
     go2.set_threads_for(b, "", 256)  # every algorithm
@@ -436,13 +439,13 @@ def test_launch_overrides_are_per_context_and_keep_the_model_version(go2):
 def test_a_launch_override_waits_for_admitted_calls(go2, go2_ref):
     """Overrides take the admission exclusive, like a mutation: one set while a long call
     is in flight returns only after that call finished."""
-    s = random_states(go2_ref.model, 2048, seed=10)
+    s = random_states(go2_ref.model, LONG_BATCH, seed=10)
     for _ in range(5):
         ctx = go2.create_context()
         ended = {}
 
         def long_call(ctx=ctx, ended=ended):
-            out = np.empty((2048, go2_ref.nv, 2 * go2_ref.nv))
+            out = np.empty((LONG_BATCH, go2_ref.nv, 2 * go2_ref.nv))
             go2.call(ctx, "forward_dynamics_gradient", [s.q, s.qd, s.u], out)
             ended["at"] = time.monotonic()
 
@@ -514,3 +517,28 @@ def test_a_batch_above_the_slot_cap_is_complete(go2, go2_ref):
         out = np.full((11, go2_ref.nv, 2 * go2_ref.nv), np.nan)
         go2.call(ctx, "forward_dynamics_gradient", [s.q, s.qd, s.u], out)
         assert scaled_error(out, expected) < TOL, f"staged={staged}"
+
+
+def test_a_variant_override_reaches_the_kernel(iiwa_path):
+    """Each variant override launches that variant (ABI 4's launch configuration): all
+    give the reference's numbers, and they are not all the same bits (the thread
+    variant's vectorised arithmetic rounds differently from the level variants'), which
+    they would be if the override never reached the kernel."""
+    artifact = _core.load_artifact(iiwa_path)
+    if artifact.info["abi_version"] < 4:
+        pytest.skip("the artifact's ABI has no variants (ABI 3)")
+    ref = reference.load(ROBOTS["iiwa14"].path)
+    s = random_states(ref.model, 37, seed=14)
+    expected = ref.forward_dynamics_gradient(s.q, s.qd, s.u)
+    ctx = artifact.create_context()
+    results = {}
+    for variant in artifact.variants("forward_dynamics_gradient"):
+        artifact.set_variant_for(ctx, "forward_dynamics_gradient", variant)
+        out = np.empty((37, ref.nv, 2 * ref.nv))
+        artifact.call(ctx, "forward_dynamics_gradient", [s.q, s.qd, s.u], out)
+        assert scaled_error(out, expected) < TOL, variant
+        results[variant] = out
+    assert len(results) > 1
+    first = next(iter(results.values()))
+    assert any(not np.array_equal(first, other) for other in results.values()), \
+        "every variant override gave the same bits: the override did not reach the kernel"

@@ -188,8 +188,7 @@ int Context::launch_kernel(const grid_algorithm& algorithm, const void* const* i
   return d.launch_ex(state_->get(), algorithm.id, &config, inputs, outputs, batch, gravity,
                      stream);
 #else
-  // ABI 3's launch takes no configuration: the overrides and the slot cap are kept per
-  // context and reach the kernel with ABI 4's launch configuration.
+  // An ABI 3 header: its launch takes no configuration.
   return d.launch(state_->get(), algorithm.id, inputs, outputs, batch, gravity, stream);
 #endif
 }
