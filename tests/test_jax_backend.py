@@ -1,8 +1,9 @@
 """grid_rbd.jax: every method against the float64 reference (eager, under jax.jit, under
 jax.vmap), the analytic VJPs against the reference gradients and against finite
 differences (jax.test_util.check_grads, a non-unit quaternion included), the model-version
-stamps across set_inertia_params, contexts, input validation, to_host, and the FFI
-handler's build and its copy of the runtime's bridge declaration.
+stamps across set_inertia_params, contexts, input validation, to_host, single states, the
+grouped backward and the command-buffer view (the FFI handler's build and its copy of
+the runtime's bridge: test_contexts_jax_bridge.py).
 
 Builds (one store per module; the CPU build, or the CUDA one where JAX runs on a GPU):
 iiwa14 float64 with runtime_inertia and a small max_batch_size, go2 float64 (floating
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -29,7 +29,6 @@ from artifact_harness import reference_case  # noqa: E402
 from jax.test_util import check_grads  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 from support import (  # noqa: E402
-    REPO,
     ROBOTS,
     assert_scaled_close,
     random_states,
@@ -40,7 +39,7 @@ import grid_rbd  # noqa: E402
 import grid_rbd.jax as grid_jax  # noqa: E402
 import grid_rbd.reference as reference  # noqa: E402
 from grid_rbd._methods import METHODS  # noqa: E402
-from grid_rbd.jax import _ffi_build, _host  # noqa: E402
+from grid_rbd.jax import _host  # noqa: E402
 
 BATCH = 6
 MAX_BATCH = 64
@@ -508,67 +507,6 @@ def test_to_host_routes(monkeypatch):
         grid_jax.to_host(tree, pinned="yes")
     with pytest.raises(TypeError, match="outside jax.jit"):
         jax.jit(grid_jax.to_host)(small)
-
-
-# -- the FFI handler -------------------------------------------------------------------------------
-def _typedef(text: str) -> str:
-    """The grid_rbd_bridge typedef, without comments and with whitespace collapsed."""
-    block = re.search(r"typedef struct grid_rbd_bridge \{.*?\} grid_rbd_bridge;", text,
-                      re.S).group(0)
-    block = re.sub(r"/\*.*?\*/|//[^\n]*", "", block, flags=re.S)
-    return " ".join(block.split())
-
-
-def _call_typedef(text: str) -> str:
-    block = re.search(r"typedef struct grid_rbd_bridge_call \{.*?\} grid_rbd_bridge_call;",
-                      text, re.S).group(0)
-    return " ".join(re.sub(r"/\*.*?\*/|//[^\n]*", "", block, flags=re.S).split())
-
-
-def test_handler_declares_the_runtimes_bridge():
-    header = (REPO / "runtime/include/grid_rbd/bridge.h").read_text()
-    handler = _ffi_build.SOURCE.read_text()
-    assert _typedef(handler) == _typedef(header), "ffi_handler.cc drifted from bridge.h"
-    assert _call_typedef(handler) == _call_typedef(header), "grid_rbd_bridge_call drifted"
-    version = re.search(r"#define GRID_RBD_BRIDGE_VERSION (\d+)", header).group(1)
-    assert f"constexpr int32_t kBridgeVersion = {version};" in handler
-    inputs = re.search(r"#define GRID_RBD_BRIDGE_MAX_INPUTS (\d+)", header).group(1)
-    assert f"#define GRID_RBD_BRIDGE_MAX_INPUTS {inputs}" in handler
-    from grid_rbd import _core
-
-    assert _core.bridge_address() != 0
-
-
-def test_handler_build_is_cached_and_reports_failures(tmp_path, capfd):
-    source = _ffi_build.SOURCE.read_bytes()
-    compiler = _ffi_build.host_compiler()
-    key = _ffi_build.build_key(source, "0.10.2", compiler, "g++ 13")
-    assert key == _ffi_build.build_key(source, "0.10.2", compiler, "g++ 13")
-    assert len({key, _ffi_build.build_key(source + b" ", "0.10.2", compiler, "g++ 13"),
-                _ffi_build.build_key(source, "0.11.2", compiler, "g++ 13"),
-                _ffi_build.build_key(source, "0.10.2", compiler, "g++ 14"),
-                _ffi_build.build_key(source, "0.10.2", compiler, "g++ 13", ("-O3",))}) == 5
-    # The handler this process registered lives under the store root, keyed.
-    built = _ffi_build.handler_library()
-    assert built.name == _ffi_build.LIBRARY and built.parent.parent.name == "jax_ffi"
-    assert not list(built.parent.glob(".build-*")), "a temporary file was left behind"
-    broken = tmp_path / "broken.cc"
-    broken.write_text("int main() { return undefined_name; }\n")
-    with pytest.raises(_ffi_build.HandlerBuildError, match="undefined_name"):
-        _ffi_build.compile_handler(compiler, jax.ffi.include_dir(), broken, tmp_path / "x.so")
-    assert "compiling the JAX FFI handler" in capfd.readouterr().err
-    assert not (tmp_path / "x.so").exists() and not list(tmp_path.glob(".build-*"))
-
-
-def test_handler_falls_back_to_the_temporary_folder_when_the_store_is_unwritable(
-        tmp_path, monkeypatch, capfd):
-    blocker = tmp_path / "not_a_folder"
-    blocker.write_text("")  # a store root below a file cannot be created, even by root
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    built = _ffi_build.handler_library.__wrapped__(str(blocker / "store"))
-    assert built.is_file() and built.is_relative_to(tmp_path / "tmp")
-    assert built.name == _ffi_build.LIBRARY
-    assert "cannot write" in capfd.readouterr().err
 
 
 # -- GPU: the platform of the arrays must be the artifact's ---------------------------------------
