@@ -17,7 +17,7 @@ from grid_codegen.emit.algorithm import EmitContext, emit_level_item
 from grid_codegen.emit.kernels import VariantInfo, emit_level_variant, emit_thread_variant
 from grid_codegen.emit.prelude import emit_prelude
 from grid_codegen.emit.strategy import make_strategy
-from grid_codegen.emit.thread import build_thread_item
+from grid_codegen.emit.thread import TooLarge, build_thread_item
 from grid_codegen.emit.wrapper import AlgorithmBuild, emit_unit, emit_wrapper, unit_file
 from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.model import RobotModel
@@ -49,15 +49,22 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
         if "thread" in strategies:
             checkpoint = library.checkpoint()
             text = Writer()
-            item = build_thread_item(library, model, ee_frames, options.runtime_inertia,
-                                     entry, dims, text)
-            ops = item.ops
-            if options.strategy == "thread" or ops <= dispatch.THREAD_MAX_OPS:
-                thread_items.extend(text)
-                thread_items.line()
-                variants.append(emit_thread_variant(kernels, entry, dims, item.name, ops))
-            else:
+            limit = None if options.strategy == "thread" else dispatch.THREAD_MAX_OPS
+            try:
+                item = build_thread_item(library, model, ee_frames, options.runtime_inertia,
+                                         entry, dims, text, limit)
+            except TooLarge as exc:
                 library.rollback(checkpoint)
+                ops = exc.ops
+            else:
+                if limit is not None and item.ops > limit:
+                    library.rollback(checkpoint)
+                else:
+                    thread_items.extend(text)
+                    thread_items.line()
+                    variants.append(emit_thread_variant(kernels, entry, dims, item.name,
+                                                        item.ops))
+                ops = item.ops
         for strategy in strategies:
             if strategy == "thread":
                 continue

@@ -80,9 +80,12 @@ L2_BYTES = 50 * 2**20  # rotate input sets past this, so the cache does not flat
 
 
 def bench_cuda_kernel(state: Any, name: str, inputs: tuple[Any, ...], batch: int,
-                      min_seconds: float, variant: str | None = None) -> list[float]:
+                      min_seconds: float, variant: str | None = None,
+                      graph_launches: int = 0) -> list[float]:
     """Kernel times (seconds) of `name` on device-resident inputs, CUDA events around each
-    launch; several input sets rotate when one set fits in the L2."""
+    launch (which then includes the host's launch cost), or around the replay of a graph
+    of `graph_launches` launches (the GPU's time per kernel); several input sets rotate
+    when one set fits in the L2."""
     import torch
     info = state.artifact.algorithms[name]
     dtype = state.artifact.dtype
@@ -109,6 +112,30 @@ def bench_cuda_kernel(state: Any, name: str, inputs: tuple[Any, ...], batch: int
         return start.elapsed_time(stop) * 1e-3
 
     kernel_once(0)
+    if graph_launches:
+        # Kernel time without the host's launch cost: capture `graph_launches` launches in
+        # a CUDA graph (one per input set in turn) and time its replays with events.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(side), torch.cuda.graph(graph, stream=side):
+            capture = torch.cuda.current_stream().cuda_stream
+            for k in range(graph_launches):
+                state.artifact.check(state.launch_raw(name, ptr_sets[k % sets], out.data_ptr(),
+                                                      batch, stream=capture, variant=variant))
+        torch.cuda.current_stream().wait_stream(side)
+        graph.replay()
+        kernel_times = []
+        t_end = time.perf_counter() + min_seconds
+        while len(kernel_times) < 10 or time.perf_counter() < t_end:
+            start.record()
+            graph.replay()
+            stop.record()
+            stop.synchronize()
+            kernel_times.append(start.elapsed_time(stop) * 1e-3 / graph_launches)
+            if len(kernel_times) >= 2_000:
+                break
+        return kernel_times
     kernel_times: list[float] = []
     t_end = time.perf_counter() + min_seconds
     while len(kernel_times) < 20 or time.perf_counter() < t_end:
@@ -143,6 +170,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         default="auto")
     parser.add_argument("--variants", action="store_true",
                         help="time every variant of the artifact separately (GPU)")
+    parser.add_argument("--graph", type=int, default=0, metavar="N",
+                        help="with --variants: time N launches captured in a CUDA graph "
+                             "(kernel time without the host's launch cost)")
     parser.add_argument("--min-seconds", type=float, default=0.2,
                         help="time spent per (robot, algorithm, batch) measurement")
     parser.add_argument("--out", type=Path, default=None, help="JSON file (default stdout)")
@@ -167,7 +197,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 if args.variants and args.backend == "cuda":
                     for variant in artifact.algorithms[name].variants:
                         times = bench_cuda_kernel(state, name, inputs, batch,
-                                                  args.min_seconds, variant)
+                                                  args.min_seconds, variant, args.graph)
                         entry = {"robot": robot, "algorithm": name, "batch": batch,
                                  "variant": variant, "compile_s": round(compile_s, 2),
                                  "kernel": _summary(times, batch)}

@@ -11,13 +11,14 @@ kernels that call it (the forward-dynamics gradient calls the articulated-body p
     crba / minv:       crba(X) / minv(X) -> out
     forward_dynamics, aba: aba(X, qd, u, f_ext) -> out
     end_effector_pose[_gradient]: end_effector_pose[_derivatives](X) -> out
-    inverse_dynamics_gradient: rnea_derivatives(X, qd, qdd, f_ext) -> out
+    inverse_dynamics_gradient: rnea_derivatives[_g<k>](X, qd, qdd, f_ext) -> out
     forward_dynamics_gradient: aba_minv(X, qd, u, f_ext) -> qdd_minv;
-        rnea_derivatives(X, qd, qdd_minv, f_ext) -> dtau; fd_product(qdd_minv, dtau) -> out
+        fd_derivatives[_g<k>](X, qd, qdd_minv, f_ext) -> out
 
-Jacobian outputs are scheduled column by column (one column's working set live at a
-time). Inertias are constants folded into the code, or entries of the run-time table
-(`runtime_inertia`).
+Jacobians are computed in groups of consecutive columns (`_column_groups`), each group
+one register-resident pass that writes its columns of the output directly, and within a
+group column by column (one column's working set live at a time). Inertias are constants
+folded into the code, or entries of the run-time table (`runtime_inertia`).
 """
 
 from __future__ import annotations
@@ -103,11 +104,20 @@ class _Plan:
                        lambda q: _flat_transforms(A.joint_transforms(model, q)), [q], "X")
 
 
+class TooLarge(Exception):
+    """The thread strategy of an algorithm would exceed the operations allowed."""
+
+    def __init__(self, ops: int) -> None:
+        super().__init__(f"{ops} traced operations")
+        self.ops = ops
+
+
 def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tuple,
                       runtime_inertia: bool, algorithm: Algorithm, dims: Dims,
-                      w: Writer) -> ThreadItem:
+                      w: Writer, max_ops: int | None = None) -> ThreadItem:
     """Trace the passes of `algorithm`, register them in the library and write the item
-    function `<algorithm>_thread` into `w`."""
+    function `<algorithm>_thread` into `w`. Raises `TooLarge` as soon as its Jacobian
+    is known to need more than `max_ops` operations (the caller rolls the library back)."""
     plan = _Plan(model, ee_frames, runtime_inertia, w_library)
     kb = ItemBuilder(w_library)
     nb, nv = model.nb, model.nv
@@ -148,22 +158,30 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                     model, ee_frames, unX(x)) for v in row], [X], out,
                 schedule_order=_column_major(6 * len(ee_frames), nv))
     elif name == "inverse_dynamics_gradient":
-        _rnea_derivatives(plan, kb, X, ports["qd"], ports["qdd"], ports["f_ext"], out)
+        def dtau(x, qd, qdd, f, I, g, columns=None):
+            return [v for row in A.rnea_derivatives(model, unX(x), I, qd, qdd, f, g, columns)
+                    for v in row]
+
+        _column_groups(plan, kb, "rnea_derivatives", "[dtau/dq | dtau/dqd] by forward-mode "
+                       "derivatives of RNEA (q directions in the local chart)", dtau,
+                       [X, ports["qd"], ports["qdd"], ports["f_ext"]], out, nv, 2 * nv,
+                       max_ops)
     elif name == "forward_dynamics_gradient":
         solved = plan.dynamics_call(
             kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
             "then), sharing the articulated inertias.",
             lambda x, qd, u, f, I, g: _aba_minv(model, unX(x), I, qd, u, f, g),
             [X, ports["qd"], ports["u"], ports["f_ext"]], "qdd_minv")
-        if nv <= DENSE_PRODUCT_NV:
-            dtau = _rnea_derivatives(plan, kb, X, ports["qd"], solved, ports["f_ext"], "dtau")
-            kb.call("fd_product", "-M^-1 [dtau/dq | dtau/dqd] (the FD gradient).",
-                    lambda s, d: _fd_product(nv, s, d), [solved, dtau], out,
-                    schedule_order=_column_major(nv, 2 * nv))
-        else:
-            _rnea_derivatives(plan, kb, X, ports["qd"], solved, ports["f_ext"], "dtau",
-                              dense=True)
-            _dense_fd_product(kb, nv)
+
+        def dqdd(x, qd, s, f, I, g, columns=None):
+            D = A.rnea_derivatives(model, unX(x), I, qd, list(s[:nv]), f, g, columns)
+            Minv = [list(s[nv + r * nv:nv + (r + 1) * nv]) for r in range(nv)]
+            return [v for row in A.neg_product(Minv, D) for v in row]
+
+        _column_groups(plan, kb, "fd_derivatives", "[dqdd/dq | dqdd/dqd] = -M^-1 "
+                       "[dtau/dq | dtau/dqd] at qdd = FD: RNEA's derivatives and the "
+                       "product, column by column", dqdd,
+                       [X, ports["qd"], solved, ports["f_ext"]], out, nv, 2 * nv, max_ops)
     else:
         raise KeyError(f"the thread strategy has no plan for {name!r}")
     item = f"{name}_thread"
@@ -172,56 +190,68 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     return ThreadItem(item, kb.total_ops)
 
 
+GROUP_OPS = 5000
+"""Traced operations per column group of a Jacobian pass: each group is one
+register-resident block (it recomputes the primal values it needs, a small share)."""
+
+
+def _column_groups(plan: _Plan, kb: ItemBuilder, name: str, doc: str, fn: Callable,
+                   arrays: list[Array], out: Array, rows: int, cols: int,
+                   max_ops: int | None = None) -> None:
+    """`fn` (a row-major `rows x cols` Jacobian) as passes over groups of consecutive
+    columns, each written straight to `out` and at most GROUP_OPS operations: the
+    derivatives and what consumes them (the FD gradient's product with M^-1) stay in
+    registers, and no `rows x cols` array goes through memory. The groups come from one
+    trace of the whole Jacobian: a group's cost is the operations its columns reach."""
+    groups, total = _plan_groups(plan, fn, arrays, rows, cols)
+    if max_ops is not None and total > max_ops:
+        raise TooLarge(total)
+    for k, group in enumerate(groups):
+        label = name if len(groups) == 1 else f"{name}_g{k}"
+        written = [r * cols + c for c in group for r in range(rows)]
+
+        def traced(*values, group=group):
+            return fn(*values, columns=group)
+
+        plan.dynamics_call(kb, label, f"{doc}; columns {group[0]}..{group[-1]}.", traced,
+                           arrays, out, write=written, schedule_order=written)
+
+
+def _plan_groups(plan: _Plan, fn: Callable, arrays: list[Array], rows: int, cols: int
+                 ) -> tuple[list[list[int]], int]:
+    """Consecutive column groups of at most GROUP_OPS operations each, and the operation
+    count of the whole Jacobian, from one trace of it."""
+    from grid_codegen.symbolic import graph as G
+
+    g = G.Graph()
+    values = [[g.input(f"{a.name}[{k}]") if p is None else p for k, p in enumerate(a.pattern)]
+              for a in arrays + plan.inertia_array()]
+    gravity = g.input("gravity")
+    table = values.pop() if plan.runtime_inertia else None
+    result = fn(*values, plan.inertias(table), gravity)
+    groups: list[list[int]] = []
+    seen: set[int] = set()
+    current: list[int] = []
+    for c in range(cols):
+        roots = [result[r * cols + c] for r in range(rows)]
+        new = [i for i in G.reachable(g, roots) if i not in seen and g.nodes[i][0] != "in"]
+        if current and len(seen) + len(new) > GROUP_OPS:
+            groups.append(current)
+            current, seen = [], set()
+            new = [i for i in G.reachable(g, roots) if g.nodes[i][0] != "in"]
+        current.append(c)
+        seen.update(new)
+    groups.append(current)
+    total = sum(1 for i in G.reachable(g, result) if g.nodes[i][0] != "in")
+    return groups, total
+
+
 def _aba_minv(model: RobotModel, X: list, I: list, qd: list, u: list, f: list | None,
               g: object) -> list:
     art = A.Articulated(model, X, I)
     qdd = A.aba(model, X, I, qd, u, f, g, art)
     Minv = A.minv(model, X, I, art)
     return list(qdd) + [v for row in Minv for v in row]
-
-
-def _rnea_derivatives(plan: _Plan, kb: ItemBuilder, X: Array, qd: Array, qdd: Array,
-                      fext: Array, output: Array | str, dense: bool = False) -> Array:
-    model = plan.model
-    nv = model.nv
-
-    def fn(x, qd_, qdd_, f, I, g):
-        return [v for row in A.rnea_derivatives(model, _unflatten(x, model.nb), I, qd_,
-                                                list(qdd_[:nv]), f, g) for v in row]
-
-    return plan.dynamics_call(
-        kb, "rnea_derivatives", "[dtau/dq | dtau/dqd] by forward-mode derivatives of RNEA "
-        "(the q directions in the local chart).", fn, [X, qd, qdd, fext], output,
-        schedule_order=_column_major(nv, 2 * nv), dense=dense)
-
-
-DENSE_PRODUCT_NV = 12
-"""Above this tangent width the FD gradient's product `-M^-1 dtau` is a loop (nv^2 x 2nv
-multiply-adds in a few lines of code) instead of straight-line code: the sparsity the
-trace would exploit is small next to the code size (and compile time) it costs."""
-
-
-def _dense_fd_product(kb: ItemBuilder, nv: int) -> None:
-    def text(w: Writer) -> None:
-        w.line(f"const T* GRID_RESTRICT Minv = qdd_minv + {nv};")
-        with w.block(f"for (int r = 0; r < {nv}; ++r)"):
-            with w.block(f"for (int c = 0; c < {2 * nv}; ++c)"):
-                w.line("T acc = T{};")
-                w.line(f"for (int k = 0; k < {nv}; ++k) "
-                       f"acc = acc - Minv[r * {nv} + k] * dtau[k * {2 * nv} + c];")
-                w.line(f"out[r * {2 * nv} + c] = acc;")
-
-    kb.call_static(f"fd_product_dense_{nv}", text,
-                   "-M^-1 [dtau/dq | dtau/dqd] as a dense loop (the FD gradient).",
-                   [("const T* GRID_RESTRICT qdd_minv", "qdd_minv"),
-                    ("const T* GRID_RESTRICT dtau", "dtau"), ("T* GRID_RESTRICT out", "out")],
-                   2 * nv * nv * 2 * nv)
-
-
-def _fd_product(nv: int, solved: Sequence, dtau: Sequence) -> list:
-    Minv = [list(solved[nv + r * nv:nv + (r + 1) * nv]) for r in range(nv)]
-    D = [list(dtau[r * 2 * nv:(r + 1) * 2 * nv]) for r in range(nv)]
-    return [v for row in A.neg_product(Minv, D) for v in row]
 
 
 __all__ = ["RUNTIME", "ThreadItem", "build_thread_item", "item_params"]

@@ -370,12 +370,15 @@ def jacobian(outputs: Sequence, directions: int) -> list[list]:
 
 
 def rnea_derivatives(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
-                     qd: Sequence, qdd: Sequence, fext: Sequence | None, gravity: object
-                     ) -> list[list]:
-    """`[dtau/dq | dtau/dqd]` (nv x 2nv) at the given `qdd` and `fext` (local chart)."""
+                     qd: Sequence, qdd: Sequence, fext: Sequence | None, gravity: object,
+                     columns: Sequence[int] | None = None) -> list[list]:
+    """`[dtau/dq | dtau/dqd]` (nv x 2nv) at the given `qdd` and `fext` (local chart).
+    `columns`: only these directions are traced (the other columns come out zero)."""
     nv = model.nv
-    Xd = perturb_transforms(model, X, tangent_seeds(model, 0))
-    qd_d = [Dual(qd[k], {nv + k: 1.0}) for k in range(nv)]
+    wanted = set(range(2 * nv) if columns is None else columns)
+    delta = [Dual(0.0, {k: 1.0}) if k in wanted else 0.0 for k in range(nv)]
+    Xd = perturb_transforms(model, X, delta)
+    qd_d = [Dual(qd[k], {nv + k: 1.0}) if nv + k in wanted else qd[k] for k in range(nv)]
     tau = rnea(model, Xd, I, qd_d, qdd, fext, gravity)
     return jacobian(tau, 2 * nv)
 
