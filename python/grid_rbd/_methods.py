@@ -14,7 +14,7 @@ of it shaped `(B, *output)` (e.g. a gradient's `(B, nv, 2*nv)` viewed from a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from grid_codegen.registry import ALGORITHMS, Algorithm, Dim, Dims
 from grid_codegen.registry import Port as Input
@@ -24,32 +24,10 @@ __all__ = ["ALIASES", "BY_NAME", "METHODS", "Dim", "Dims", "Input", "Method", "r
 
 
 @dataclass(frozen=True)
-class Method:
-    """One handle method.
-
-    name: the artifact algorithm it runs. aliases: other public names. output: the
-    per-item output shape. differentiable: inputs a JAX/torch backward reaches (through
-    `gradient`, the algorithm giving `[d/dq | d/dqd]`); empty for forward-only methods."""
-
-    name: str
-    inputs: tuple[Input, ...]
-    output: tuple[Dim, ...]
-    uses_gravity: bool
-    doc: str
-    aliases: tuple[str, ...] = ()
-    differentiable: tuple[str, ...] = ()
-    gradient: str | None = None
-
-    def widths(self, dims: Dims) -> tuple[int, ...]:
-        return tuple(p.width(dims) for p in self.inputs)
-
-    def output_shape(self, dims: Dims) -> tuple[int, ...]:
-        """Per-item output shape (the batch axis is in front of it)."""
-        return tuple(d(dims) for d in self.output)
-
-    def output_size(self, dims: Dims) -> int:
-        """Scalars per item: what a flat `out=` holds per row."""
-        return math.prod(self.output_shape(dims))
+class Method(Algorithm):
+    """One handle method: a registry algorithm (name, ports, output shape, aliases, the
+    inputs a JAX/torch backward reaches through `gradient`) plus what a handle adds on top
+    (the shapes `out=` may take, the signature and docstring the methods are built with)."""
 
     def out_shapes(self, batch: int, dims: Dims) -> tuple[tuple[int, ...], ...]:
         """The shapes `out=` may have: `(B, *output)` or flat `(B, prod(output))`."""
@@ -79,8 +57,7 @@ class Method:
 
 
 def _method(a: Algorithm) -> Method:
-    return Method(a.name, a.inputs, a.output, a.uses_gravity, a.doc, a.aliases,
-                  a.differentiable, a.gradient)
+    return Method(**{f.name: getattr(a, f.name) for f in fields(a)})
 
 
 # One method per algorithm of the registry (grid_codegen.registry), in the same order.

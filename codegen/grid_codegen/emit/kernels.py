@@ -90,14 +90,7 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
             call = [p.name for p in algorithm.inputs] + ["args.inertia", "args.gravity", "out"]
             w.line(f"{item}<V, T>({', '.join(call)});")
             w.line(f"store_tile(out, {out_width}, first, count, args.out);")
-        w.line("#if defined(_OPENMP)")
-        with w.block("if (threads > 1)"):
-            w.line("#pragma omp parallel for num_threads(threads) schedule(static)")
-            w.line("for (int t = 0; t < tiles; ++t) tile(t);")
-            w.line("return GRID_OK;")
-        w.line("#endif")
-        w.line("for (int t = 0; t < tiles; ++t) tile(t);")
-        w.line("return GRID_OK;")
+        _emit_tile_loop(w)
         w.line("#endif")
     w.line()
     return VariantInfo("thread", THREAD_BLOCK, THREAD_MAX_BLOCK, THREAD_BLOCK, "0", ops)
@@ -186,6 +179,11 @@ def _emit_level_host(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         w.line(f"V s[{scratch_size}];")
         w.line(f"{item}<V>(s, a, 0);")
         w.line(f"store_tile(out, {out_width}, first, count, args.out);")
+    _emit_tile_loop(w)
+
+
+def _emit_tile_loop(w: Writer) -> None:
+    """Run `tile(t)` for every tile: across `threads` OpenMP threads, or inline for one."""
     w.line("#if defined(_OPENMP)")
     with w.block("if (threads > 1)"):
         w.line("#pragma omp parallel for num_threads(threads) schedule(static)")

@@ -88,29 +88,24 @@ def emit_unit(model: RobotModel, options: CodegenOptions, build: AlgorithmBuild)
 
 
 def _emit_unit_functions(w: Writer, options: CodegenOptions,
-                         builds: Sequence[AlgorithmBuild]) -> None:
+                         builds: Sequence[AlgorithmBuild], define: bool = True) -> None:
+    """`grid_units::launch_<alg>_<variant>` and `configure_...`: plain functions around
+    the kernel templates, defined (instantiating them) or only declared."""
     with w.namespace("grid_units"):
         w.line(f"using Scalar = {options.scalar};")
         for b in builds:
             for v in b.variants:
                 name = f"{b.algorithm.name}_{v.strategy}"
-                w.line(f"int launch_{name}(const grid::Args<Scalar>& args, "
-                       "const grid_launch_config& cfg, grid_stream_t stream) {")
-                w.line(f"  return grid::launch_{name}<Scalar>(args, cfg, stream);")
-                w.line("}")
-                w.line(f"int configure_{name}() {{ return grid::configure_{name}<Scalar>(); }}")
-
-
-def _declare_unit_functions(w: Writer, options: CodegenOptions,
-                            builds: Sequence[AlgorithmBuild]) -> None:
-    with w.namespace("grid_units"):
-        w.line(f"using Scalar = {options.scalar};")
-        for b in builds:
-            for v in b.variants:
-                name = f"{b.algorithm.name}_{v.strategy}"
-                w.line(f"int launch_{name}(const grid::Args<Scalar>& args, "
-                       "const grid_launch_config& cfg, grid_stream_t stream);")
-                w.line(f"int configure_{name}();")
+                launch = (f"int launch_{name}(const grid::Args<Scalar>& args, "
+                          "const grid_launch_config& cfg, grid_stream_t stream)")
+                if define:
+                    w.line(launch + " {")
+                    w.line(f"  return grid::launch_{name}<Scalar>(args, cfg, stream);")
+                    w.line("}")
+                    w.line(f"int configure_{name}() {{ return grid::configure_{name}<Scalar>(); }}")
+                else:
+                    w.line(launch + ";")
+                    w.line(f"int configure_{name}();")
 
 
 def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
@@ -144,7 +139,7 @@ def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
     w.line()
     if units:
         w.comment("The kernels live in the unit_<algorithm>.cu translation units.")
-        _declare_unit_functions(w, options, builds)
+        _emit_unit_functions(w, options, builds, define=False)
     else:
         _emit_unit_functions(w, options, builds)
     w.line()
