@@ -62,7 +62,7 @@ def make_compiler(folder: Path, name: str = "cxx") -> Compiler:
     path.write_text(textwrap.dedent(f"""\
         #!/bin/sh
         case "$*" in
-          *wrapper.cu*)
+          *"wrapper.cu -o"*)  # the wrapper's compile (the link names wrapper.cu.o)
             echo "$$" >> "{count}"
             if [ -f "{slow}" ]; then sleep "$(cat "{slow}")"; fi
             ;;
@@ -128,7 +128,9 @@ def test_layout_and_keys(tmp_path, cxx):
     assert list((cache / "staging").iterdir()) == []
     assert (cache / "bykey" / reg.input_key).read_text().strip() == reg.content_key
     entry = cache / "store" / reg.content_key
-    assert sorted(p.name for p in entry.iterdir()) == sorted(ENTRY_FILES)
+    units = sorted(p.name for p in entry.glob("unit_*.cu"))  # one translation unit each
+    assert units == sorted(f"unit_{a}.cu" for a in OPTIONS.algorithms)
+    assert sorted(p.name for p in entry.iterdir()) == sorted([*ENTRY_FILES, *units])
 
     # build_inputs.json is the identity; both keys recompute from their inputs.
     identity = build_identity(resolve_toolchain("cpu"))
@@ -140,7 +142,7 @@ def test_layout_and_keys(tmp_path, cxx):
     meta = json.loads((entry / "meta.json").read_text())
     assert input_key(IIWA.read_bytes(), {"codegen": OPTIONS.to_dict(), "floating_base": False},
                      grid_rbd.__version__, identity) == reg.input_key
-    files = {n: (entry / n).read_text() for n in ("grid.cuh", "wrapper.cu")}
+    files = {n: (entry / n).read_text() for n in ("grid.cuh", "wrapper.cu", *units)}
     names = {k: meta[k] for k in ("robot_name", "joint_names", "body_names", "ee_frames")}
     assert content_key(files, identity, names) == reg.content_key
 

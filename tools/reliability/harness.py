@@ -76,7 +76,7 @@ def make_compiler(folder: Path, name: str = "cxx") -> Compiler:
     path.write_text(textwrap.dedent(f"""\
         #!/bin/sh
         case "$*" in
-          *wrapper.cu*)
+          *"wrapper.cu -o"*)  # the wrapper's compile (the link names wrapper.cu.o)
             echo "$$" >> "{count}"
             if [ -f "{slow}" ]; then sleep "$(cat "{slow}")"; fi
             ;;
