@@ -76,3 +76,36 @@ def test_autotune_measures_every_variant_and_the_tables_install():
     meta = result.to_meta()
     assert json.loads(json.dumps(meta))["dispatch"] == result.dispatch
     assert np.isfinite(meta["autotune"]["wall_seconds"])
+
+
+def test_a_recorded_dispatch_table_is_honoured_by_every_context(store):
+    """The table registration records in meta.json (measured on the GPU) reaches the
+    default context, explicit contexts opened before and after, and changes which variant
+    runs but never the numbers; a table naming an unknown variant is refused."""
+    from grid_rbd._handle import install_dispatch
+
+    handle = grid_rbd.register_robot("iiwa_tab", urdf_path=IIWA, device="cpu", dtype="float64",
+                                     algorithm_list=["aba", "crba"], cache_dir=store)
+    artifact = handle._artifact
+    ref = reference.load(IIWA)
+    s = random_states(ref.model, 40, seed=4)
+    inputs, expected = reference_case(ref, "aba", s)
+    before = handle.context()
+    assert artifact.chosen_variant(before.ctx_id, "aba", 40) == "thread"  # the CPU default
+    install_dispatch(artifact, {"dispatch": {"aba": [[1, "warp"], [32, "block"]],
+                                             "not_built": [[1, "thread"]]}})
+    after = handle.context()
+    for h in (handle, before, after):
+        ctx = h.ctx_id
+        assert [artifact.chosen_variant(ctx, "aba", b) for b in (1, 31, 32)] == \
+            ["warp", "warp", "block"]
+        assert artifact.chosen_variant(ctx, "crba", 1) == "thread"  # untouched
+        assert_scaled_close(h.aba(*inputs[:3]), expected, 1e-9, "aba under the table")
+    with pytest.raises(Exception, match="variant|dispatch"):
+        install_dispatch(artifact, {"dispatch": {"aba": [[1, "nonsense"]]}})
+    with pytest.raises(Exception, match="dispatch"):
+        install_dispatch(artifact, {"dispatch": {"aba": [[2, "warp"]]}})
+    install_dispatch(artifact, {"dispatch": {"aba": []}})  # back to the artifact's default
+    assert artifact.chosen_variant(after.ctx_id, "aba", 32) == "thread"
+    before.close()
+    after.close()

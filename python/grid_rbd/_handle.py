@@ -61,6 +61,19 @@ def load_artifact(so_path: str | os.PathLike) -> Any:
         return artifact
 
 
+def install_dispatch(artifact: Any, meta: dict[str, Any] | None) -> None:
+    """The dispatch tables the registration measured on the GPU (meta.json "dispatch":
+    algorithm -> [[min_batch, variant], ...]), for every context of `artifact`. A table
+    the artifact refuses (a hand-edited meta.json) is an error naming it, not ignored."""
+    tables = (meta or {}).get("dispatch") or {}
+    if not isinstance(tables, dict):
+        raise ValueError("meta.json's \"dispatch\" is not a table per algorithm")
+    known = set(artifact.info["algorithms"])
+    for algorithm, table in sorted(tables.items()):
+        if algorithm in known:  # else: an algorithm this artifact was not built with
+            artifact.set_dispatch(algorithm, [(int(b), str(v)) for b, v in table])
+
+
 class RobotHandle:
     """A compiled robot: batched algorithms on numpy arrays.
 
@@ -99,7 +112,9 @@ class RobotHandle:
         supplies joint and body names when present)."""
         meta_path = Path(so_path).parent / "meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
-        return cls(load_artifact(so_path), meta, None, name, registration)
+        artifact = load_artifact(so_path)
+        install_dispatch(artifact, meta)
+        return cls(artifact, meta, None, name, registration)
 
     # -- dimensions and description ----------------------------------------------------
     @property

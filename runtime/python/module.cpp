@@ -268,6 +268,13 @@ PYBIND11_MODULE(_core, m) {
            "restores the compiled choice.")
       .def("set_variant_for", &Artifact::set_variant_for, py::arg("ctx_id"),
            py::arg("algorithm"), py::arg("variant"), py::call_guard<py::gil_scoped_release>())
+      .def("set_dispatch", &Artifact::set_dispatch, py::arg("algorithm"), py::arg("table"),
+           py::call_guard<py::gil_scoped_release>(),
+           "The dispatch table of `algorithm` for every context, open or later: [(min_batch, "
+           "variant), ...] ascending from 1; [] restores the artifact's default.")
+      .def("chosen_variant", &Artifact::chosen_variant, py::arg("ctx_id"),
+           py::arg("algorithm"), py::arg("batch"), py::call_guard<py::gil_scoped_release>(),
+           "The variant a call of `batch` items on this context runs.")
       .def("clear_launch_overrides", &Artifact::clear_launch_overrides, py::arg("ctx_id"),
            py::call_guard<py::gil_scoped_release>())
       .def("launch_overrides", &launch_overrides, py::arg("ctx_id"))

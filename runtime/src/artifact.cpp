@@ -140,6 +140,28 @@ void Artifact::set_variant_for(uint64_t id, const std::string& algorithm,
   with_context(id, [&](Context& context) { context.set_variant_for(algorithm_id, variant); });
 }
 
+void Artifact::set_dispatch(const std::string& algorithm,
+                            const std::vector<std::pair<int32_t, std::string>>& table) {
+  const grid_algorithm& a = library_->algorithm(algorithm);
+  std::vector<std::pair<int32_t, int32_t>> entries;
+  for (const auto& [min_batch, variant] : table) {
+    const int32_t index = variant_index(*library_, a, variant);
+    if (index < 0) throw ArgumentError("a dispatch table names a variant, not \"\"");
+    entries.emplace_back(min_batch, index);
+  }
+  library_->set_dispatch_table(a.id, std::move(entries));
+  for (const auto& context : registry_.snapshot()) {
+    if (context->is_open()) context->reload_dispatch(a.id);
+  }
+}
+
+std::string Artifact::chosen_variant(uint64_t id, const std::string& algorithm, int32_t batch) {
+  const int32_t algorithm_id = library_->algorithm(algorithm).id;
+  return with_context(id, [&](Context& context) {
+    return context.chosen_variant(algorithm_id, batch);
+  });
+}
+
 void Artifact::clear_launch_overrides(uint64_t id) {
   with_context(id, [](Context& context) { context.clear_launch_overrides(); });
 }

@@ -140,4 +140,51 @@ void ArtifactLibrary::check(int code, const std::string& what) const {
                     ")");
 }
 
+void ArtifactLibrary::set_dispatch_table(
+    int32_t algorithm_id, std::vector<std::pair<int32_t, int32_t>> entries) const {
+  const grid_descriptor& d = *descriptor_;
+  if (algorithm_id < 0 || algorithm_id >= d.num_algorithms) {
+    throw ArgumentError("no algorithm id " + std::to_string(algorithm_id));
+  }
+  const grid_algorithm& a = d.algorithms[algorithm_id];
+  if (entries.size() > GRID_MAX_DISPATCH) {
+    throw ArgumentError(std::string("a dispatch table of ") + a.name + " has at most " +
+                        std::to_string(GRID_MAX_DISPATCH) + " entries");
+  }
+  for (size_t k = 0; k < entries.size(); ++k) {
+    const auto [min_batch, variant] = entries[k];
+    if ((k == 0 && min_batch != 1) || (k > 0 && min_batch <= entries[k - 1].first) ||
+        variant < 0 || variant >= a.num_variants) {
+      throw ArgumentError(std::string("the dispatch table of ") + a.name +
+                          " must start at batch 1, ascend, and name its variants");
+    }
+  }
+  std::lock_guard<std::mutex> lock(dispatch_mutex_);
+  if (entries.empty()) {
+    dispatch_.erase(algorithm_id);
+  } else {
+    dispatch_[algorithm_id] = std::move(entries);
+  }
+}
+
+void ArtifactLibrary::apply_dispatch(void* state, int32_t algorithm_id) const {
+  const grid_descriptor& d = *descriptor_;
+  std::lock_guard<std::mutex> lock(dispatch_mutex_);
+  for (int32_t id = 0; id < d.num_algorithms; ++id) {
+    if (algorithm_id >= 0 && id != algorithm_id) continue;
+    const auto found = dispatch_.find(id);
+    std::vector<int32_t> mins, variants;
+    if (found != dispatch_.end()) {
+      for (const auto& [min_batch, variant] : found->second) {
+        mins.push_back(min_batch);
+        variants.push_back(variant);
+      }
+    }
+    check(d.set_dispatch(state, id, static_cast<int32_t>(mins.size()), mins.data(),
+                         variants.data()),
+          std::string("set_dispatch of ") + d.algorithms[id].name);
+  }
+}
+
 }  // namespace grid_rbd
+

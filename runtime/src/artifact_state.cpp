@@ -10,6 +10,12 @@ ArtifactState::ArtifactState(std::shared_ptr<const ArtifactLibrary> library)
   const int rc = library_->descriptor().create_state(&state);
   library_->check(rc, "cannot create a runtime state for robot '" + library_->robot_name() + "'");
   state_ = state;
+  try {
+    library_->apply_dispatch(state_);  // the measured dispatch tables, if any
+  } catch (...) {
+    reset();
+    throw;
+  }
 }
 
 void ArtifactState::reset() noexcept {

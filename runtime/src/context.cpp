@@ -401,6 +401,23 @@ void Context::set_variant_for(int32_t algorithm_id, const std::string& variant) 
   overrides_.set_variant(algorithm_id, variant, index);
 }
 
+void Context::reload_dispatch(int32_t algorithm_id) {
+  algorithm_at(algorithm_id);  // validates the id
+  const auto admission = admit_exclusive();
+  library_->apply_dispatch(state_->get(), algorithm_id);
+}
+
+std::string Context::chosen_variant(int32_t algorithm_id, int32_t batch) const {
+  const grid_algorithm& algorithm = algorithm_at(algorithm_id);
+  const auto admission = admit_shared();
+  const AlgorithmLaunch& launch = overrides_.get(algorithm_id);
+  const int32_t index =
+      launch.variant_index >= 0
+          ? launch.variant_index
+          : library_->descriptor().chosen_variant(state_->get(), algorithm_id, batch);
+  return index >= 0 && index < algorithm.num_variants ? algorithm.variants[index].name : "";
+}
+
 void Context::clear_launch_overrides() {
   const auto admission = admit_exclusive();
   overrides_.clear();

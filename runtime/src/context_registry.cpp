@@ -74,6 +74,13 @@ void ContextRegistry::forget(uint64_t id) {
   live_.erase(id);
 }
 
+std::vector<std::shared_ptr<Context>> ContextRegistry::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::shared_ptr<Context>> all;
+  for (const auto& entry : live_) all.push_back(entry.second);
+  return all;
+}
+
 std::vector<std::shared_ptr<Context>> ContextRegistry::take_all() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::shared_ptr<Context>> all;

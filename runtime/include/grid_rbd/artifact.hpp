@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "grid_rbd/artifact_library.hpp"
@@ -87,6 +88,12 @@ class Artifact {
   /// Launch overrides of context `id` (see Context): `algorithm` "" sets every algorithm.
   void set_threads_for(uint64_t id, const std::string& algorithm, int32_t threads);
   void set_variant_for(uint64_t id, const std::string& algorithm, const std::string& variant);
+  /// The dispatch table of `algorithm` for every context of this artifact, open or later:
+  /// (min_batch, variant name) entries ascending from batch 1 (the registration's measured
+  /// table from meta.json); empty restores the descriptor's default.
+  void set_dispatch(const std::string& algorithm,
+                    const std::vector<std::pair<int32_t, std::string>>& table);
+  std::string chosen_variant(uint64_t id, const std::string& algorithm, int32_t batch);
   void clear_launch_overrides(uint64_t id);
   LaunchOverrides launch_overrides(uint64_t id);
   uint64_t model_version(uint64_t id);

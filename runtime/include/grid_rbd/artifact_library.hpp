@@ -4,7 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -48,6 +50,16 @@ class ArtifactLibrary {
   const grid_algorithm& algorithm(const std::string& name) const;
   std::vector<const grid_algorithm*> algorithms() const;
 
+  /// The measured dispatch table of one algorithm (registration's autotune, meta.json):
+  /// `entries` (min_batch, variant index), ascending from batch 1. Validated against the
+  /// descriptor; every state created afterwards starts from it (`apply_dispatch`); empty
+  /// restores the descriptor's default.
+  void set_dispatch_table(int32_t algorithm_id,
+                          std::vector<std::pair<int32_t, int32_t>> entries) const;
+  /// Installs the stored tables into a freshly created state (all of them, or only
+  /// `algorithm_id`'s when it is >= 0).
+  void apply_dispatch(void* state, int32_t algorithm_id = -1) const;
+
   /// The artifact's text for an error code.
   std::string error_message(int code) const;
   /// Throws DeviceError "<what>: <error_string> (grid error N)" when `code` is not GRID_OK.
@@ -59,6 +71,9 @@ class ArtifactLibrary {
   SharedLibrary library_;
   const grid_descriptor* descriptor_ = nullptr;
   std::unordered_map<std::string, const grid_algorithm*> by_name_;
+  mutable std::mutex dispatch_mutex_;
+  mutable std::unordered_map<int32_t, std::vector<std::pair<int32_t, int32_t>>>
+      dispatch_;  // guarded by dispatch_mutex_
 };
 
 }  // namespace grid_rbd

@@ -125,6 +125,11 @@ class Context {
   /// [32, 1024]; variant: "" or one of available_variants.
   void set_threads_for(int32_t algorithm_id, int32_t threads);
   void set_variant_for(int32_t algorithm_id, const std::string& variant);
+  /// Re-installs the artifact's stored dispatch table of `algorithm_id` into this
+  /// context's state (exclusive admission, like a launch override; no version bump).
+  void reload_dispatch(int32_t algorithm_id);
+  /// The variant a launch of `batch` items runs (its override, else the dispatch table).
+  std::string chosen_variant(int32_t algorithm_id, int32_t batch) const;
   void clear_launch_overrides();
   /// A copy of the table (shared admission).
   LaunchOverrides launch_overrides() const;

@@ -36,6 +36,8 @@ class ContextRegistry {
   bool is_open(uint64_t id) const;
   /// Drops the closed context `id`; later lookups of it say "context is closed".
   void forget(uint64_t id);
+  /// Every open context, as strong references (for a change that reaches them all).
+  std::vector<std::shared_ptr<Context>> snapshot() const;
   /// Removes and returns every context (the artifact is going away).
   std::vector<std::shared_ptr<Context>> take_all();
 
