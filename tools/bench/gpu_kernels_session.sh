@@ -5,7 +5,9 @@
 #      kernel in the logs);
 #   2. the gpu-tagged codegen tests (every strategy of every algorithm on the GPU against
 #      the float64 reference, launch widths and grid caps, the robot set);
-#   3. every variant of iiwa14, go2 and g1 timed at batches 1, 1024, 16384, 65536.
+#   3. every variant of iiwa14, go2 and g1 timed at batches 1, 1024, 16384, 65536 (the
+#      GPU's time per kernel, from CUDA-graph replays);
+#   4. the runtime, handle and framework suites on CUDA artifacts (WITH_RUNTIME=, to skip).
 # Results go to $1 (default ./gpu_results): builds.log, ptxas.txt, gpu_tests.log,
 # bench_variants.json, bench_variants.log.
 # Env: ROBOTS (benchmark robots), GRID_RBD_BUILD_WORKERS (builds at once, 8),
@@ -17,6 +19,8 @@ export GRID_RBD_BUILD_JOBS="${GRID_RBD_BUILD_JOBS:-3}"  # translation units per 
 export GRID_RBD_TEST_NVCCFLAGS="-Xptxas -v"
 export GRID_RBD_ROBOT_DATA="${GRID_RBD_ROBOT_DATA:-$repo/.devkit/robots}"
 robots="${ROBOTS:-iiwa14 go2 g1}"
+tools/build_core.sh python3 >"$out/core_build.log" 2>&1 &
+core_pid=$!
 start=$SECONDS
 python3 - "$robots" >"$out/builds.log" 2>&1 <<'PY'
 import sys
@@ -49,7 +53,15 @@ done
 timeout "${TEST_SECONDS:-170}" python3 -m pytest -q -p no:cacheprovider -rs -m gpu \
   tests/test_codegen_gpu.py 2>&1 | tee "$out/gpu_tests.log" | tail -4
 timeout "${BENCH_SECONDS:-200}" python3 tools/bench/bench_kernels.py --backend cuda \
-  --variants --robots $robots --batches 1 1024 16384 65536 --min-seconds 0.02 \
+  --variants --graph 20 --robots $robots --batches 1 1024 16384 65536 --min-seconds 0.02 \
   --out "$out/bench_variants.json" 2>"$out/bench_variants.log" || echo "bench failed"
+# The runtime, the handles and the frameworks on CUDA artifacts (they register their own).
+wait "$core_pid" || echo "core build failed" >>"$out/builds.log"
+if [ -n "${WITH_RUNTIME:-1}" ]; then
+  timeout "${RUNTIME_SECONDS:-200}" python3 -m pytest -q -p no:cacheprovider -rs \
+    tests/test_runtime_core.py tests/test_runtime_contexts.py tests/test_contexts_gpu.py \
+    tests/test_handle_numpy.py tests/test_torch_backend.py tests/test_jax_backend.py \
+    tests/test_strategy_selection.py 2>&1 | tee "$out/runtime_tests.log" | tail -6
+fi
 tail -n 3 "$out/builds.log"
 grep -E "gradient" "$out/ptxas.txt" | grep -E "iiwa14|go2" | grep float | head -20
