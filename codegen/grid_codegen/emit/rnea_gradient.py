@@ -83,13 +83,9 @@ def _support(model, i: int) -> list[tuple[int, int]]:
 
 
 def emit_rnea_gradient_columns(ctx: EmitContext, w: Writer, L: Layout,
-                               dtau: Callable[[int], str],
-                               before: Callable[[Writer], None] | None = None,
-                               after: Callable[[Writer], None] | None = None) -> None:
+                               dtau: Callable[[int], str]) -> None:
     """After RNEA (`X`, `qd`, `v`, `a`, transmitted forces in `f`): every column
-    `c < 2 nv` of `dtau/d(q, qd)`; `dtau(r)` is the lvalue of row r in column `c`;
-    `before` / `after` write code at the start / end of each column (its declarations,
-    and what consumes the finished column).
+    `c < 2 nv` of `dtau/d(q, qd)`; `dtau(r)` is the lvalue of row r in column `c`.
 
     The bodies are visited depth first, each body's derivatives in a scope nested in its
     parent's: `dv`, `da` of the ancestors and the force sums `dF` of the open bodies are
@@ -156,14 +152,10 @@ def emit_rnea_gradient_columns(ctx: EmitContext, w: Writer, L: Layout,
 
     with ctx.strategy.parallel(w, "c", 2 * nv):
         w.line(f"const int d = c < {nv} ? c : c - {nv};  // the dof direction c moves")
-        if before is not None:
-            before(w)
         roots = [i for i, j in enumerate(model.joints) if j.parent < 0]
         for root in roots:
             with w.block():
                 visit(root)
-        if after is not None:
-            after(w)
     ctx.strategy.barrier(w)
 
 
@@ -206,6 +198,7 @@ def forward_dynamics_gradient(ctx: EmitContext) -> AlgorithmSpec:
     c, qdd = L.add("c", nv, doc="bias forces, then ID at qdd"), L.add("qdd", nv, doc="FD")
     M = L.add("M", nv, nv, doc="mass matrix, inverted in place")
     col = L.add("col", nv, doc="pivot column of the elimination")
+    dID = L.add("dID", n2, nv, doc="dtau/d(q, qd) at qdd = FD, row-major")
     ports = (Port("q", model.nq), Port("qd", nv), Port("u", nv),
              Port("f_ext", 6 * model.nb, False))
 
@@ -223,21 +216,17 @@ def forward_dynamics_gradient(ctx: EmitContext) -> AlgorithmSpec:
             w.line(f"{qdd['i']} = acc;")
         s.barrier(w)
         emit_rnea_passes(ctx, w, L, True, "in_f_ext", lambda k: c[k])
-
-        def product(w: Writer) -> None:
-            # out[:, c] = -M^-1 dtau[:, c] as soon as the column is done: the column stays
-            # with its lane, no nv x 2nv array in shared memory. Every lane reads the same
-            # M^-1 entry at once (a broadcast).
-            with w.block(f"for (int i = 0; i < {nv}; ++i)"):
-                w.line("T acc = T(0);")
-                w.line(f"for (int k = 0; k < {nv}; ++k) acc -= {M[f'i * {nv} + k']} * dcol[k];")
-                w.line(f"out[i * {n2} + c] = acc;")
-
-        emit_rnea_gradient_columns(ctx, w, L, lambda r: f"dcol[{r}]",
-                                   before=lambda w: w.line(f"T dcol[{nv}];"), after=product)
+        emit_rnea_gradient_columns(ctx, w, L, lambda r: dID[f"{r * n2} + c"])
+        with s.parallel(w, "e", nv * n2):
+            w.line(f"const int i = e / {n2};")
+            w.line(f"const int j = e % {n2};")
+            w.line("T acc = T(0);")
+            w.line(f"for (int k = 0; k < {nv}; ++k) "
+                   f"acc -= {M[f'i * {nv} + k']} * {dID[f'k * {n2} + j']};")
+            w.line("out[e] = acc;")
+        s.barrier(w)
 
     return AlgorithmSpec(
         name="forward_dynamics_gradient",
-        doc=f"[dqdd/dq | dqdd/dqd] = -M^-1 dID at qdd = FD, column by column: out ({nv} x "
-            f"{n2}), row-major.",
+        doc=f"[dqdd/dq | dqdd/dqd] = -M^-1 dID at qdd = FD: out ({nv} x {n2}), row-major.",
         inputs=ports, output_shape=(nv, n2), uses_gravity=True, layout=L, emit_body=body)
