@@ -192,7 +192,12 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
 
 GROUP_OPS = 5000
 """Traced operations per column group of a Jacobian pass: each group is one
-register-resident block (it recomputes the primal values it needs, a small share)."""
+register-resident block (it recomputes the primal values it needs)."""
+
+GROUP_OVERHEAD = 1.25
+"""Groups are used while their operations add up to at most this times the Jacobian's
+(iiwa14's FD gradient: 2 groups, 1.04x: 3.3 -> 2.1 ns/item on an H200; go2's ID
+gradient: 6 groups, 1.22x: 25.3 -> 23.4 ns/item)."""
 
 
 def _column_groups(plan: _Plan, kb: ItemBuilder, name: str, doc: str, fn: Callable,
@@ -203,9 +208,13 @@ def _column_groups(plan: _Plan, kb: ItemBuilder, name: str, doc: str, fn: Callab
     derivatives and what consumes them (the FD gradient's product with M^-1) stay in
     registers, and no `rows x cols` array goes through memory. The groups come from one
     trace of the whole Jacobian: a group's cost is the operations its columns reach."""
-    groups, total = _plan_groups(plan, fn, arrays, rows, cols)
+    groups, total, grouped = _plan_groups(plan, fn, arrays, rows, cols)
     if max_ops is not None and total > max_ops:
         raise TooLarge(total)
+    if grouped > GROUP_OVERHEAD * total:
+        # Each group recomputes the primal values it needs: past this share the repeats
+        # cost more than register residency gains; one pass (segmented) then.
+        groups = [list(range(cols))]
     for k, group in enumerate(groups):
         label = name if len(groups) == 1 else f"{name}_g{k}"
         written = [r * cols + c for c in group for r in range(rows)]
@@ -218,9 +227,9 @@ def _column_groups(plan: _Plan, kb: ItemBuilder, name: str, doc: str, fn: Callab
 
 
 def _plan_groups(plan: _Plan, fn: Callable, arrays: list[Array], rows: int, cols: int
-                 ) -> tuple[list[list[int]], int]:
-    """Consecutive column groups of at most GROUP_OPS operations each, and the operation
-    count of the whole Jacobian, from one trace of it."""
+                 ) -> tuple[list[list[int]], int, int]:
+    """Consecutive column groups of at most GROUP_OPS operations each, the operation count
+    of the whole Jacobian and the sum of the groups' counts, from one trace of it."""
     from grid_codegen.symbolic import graph as G
 
     g = G.Graph()
@@ -232,18 +241,21 @@ def _plan_groups(plan: _Plan, fn: Callable, arrays: list[Array], rows: int, cols
     groups: list[list[int]] = []
     seen: set[int] = set()
     current: list[int] = []
+    grouped = 0
     for c in range(cols):
         roots = [result[r * cols + c] for r in range(rows)]
         new = [i for i in G.reachable(g, roots) if i not in seen and g.nodes[i][0] != "in"]
         if current and len(seen) + len(new) > GROUP_OPS:
             groups.append(current)
+            grouped += len(seen)
             current, seen = [], set()
             new = [i for i in G.reachable(g, roots) if g.nodes[i][0] != "in"]
         current.append(c)
         seen.update(new)
     groups.append(current)
+    grouped += len(seen)
     total = sum(1 for i in G.reachable(g, result) if g.nodes[i][0] != "in")
-    return groups, total
+    return groups, total, grouped
 
 
 def _aba_minv(model: RobotModel, X: list, I: list, qd: list, u: list, f: list | None,
