@@ -32,8 +32,10 @@ except ImportError as exc:  # pragma: no cover - a checkout without the extensio
 
 TOL = 1e-9
 COUNTER_BITS = 40  # ids: the load's 24-bit tag, then a 40-bit counter
-# A call that stays in flight for a while (an FD gradient of go2: ~0.2 s on a CPU core).
-LONG_BATCH = 16384
+# A call that stays in flight for a while: an FD gradient of go2 on one host thread, its
+# batch calibrated on this machine (the kernels keep getting faster) to last LONG_SECONDS.
+LONG_SECONDS = 0.25
+LONG_BATCH_CAP = 1 << 16  # the build's max_batch_size
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +59,31 @@ def go2(go2_path):
 def go2_ref():
     robot = ROBOTS["go2"]
     return reference.load(robot.path, floating_base=robot.floating_base)
+
+
+def _long_call(artifact, ctx, ref, s):
+    """One FD gradient of the whole batch on one host thread (slow on purpose)."""
+    artifact.set_threads_for(ctx, "forward_dynamics_gradient", 1)
+    out = np.empty((len(s.q), ref.nv, 2 * ref.nv))
+    artifact.call(ctx, "forward_dynamics_gradient", [s.q, s.qd, s.u], out)
+
+
+@pytest.fixture(scope="module")
+def long_batch(go2_path, go2_ref):
+    """The batch whose one-thread FD gradient lasts about LONG_SECONDS here."""
+    artifact = _core.load_artifact(go2_path)
+    ctx = artifact.create_context()
+    batch = 2048
+    while True:
+        s = random_states(go2_ref.model, batch, seed=3)
+        start = time.monotonic()
+        _long_call(artifact, ctx, go2_ref, s)
+        took = time.monotonic() - start
+        if took >= LONG_SECONDS or batch >= LONG_BATCH_CAP:
+            break
+        batch = min(LONG_BATCH_CAP, batch * max(2, int(LONG_SECONDS / max(took, 1e-3)) + 1))
+    artifact.close_context(ctx)
+    return batch
 
 
 def _default_table(ref: ReferenceRobot) -> np.ndarray:
@@ -294,20 +321,19 @@ def test_close_drains_admitted_calls_and_refuses_later_ones(go2, go2_ref):
                                          or "context is closing" in last[1])
 
 
-def test_a_closing_context_refuses_new_calls(go2, go2_ref):
+def test_a_closing_context_refuses_new_calls(go2, go2_ref, long_batch):
     """While close() waits for a long admitted call, a new call is told 'context is
     closing'. Scheduling decides whether the long call was admitted before the close; the
     scenario is repeated until it was."""
-    s = random_states(go2_ref.model, LONG_BATCH, seed=7)
+    s = random_states(go2_ref.model, long_batch, seed=7)
     small = random_states(go2_ref.model, 1, seed=8)
     for _ in range(5):
         ctx = go2.create_context()
         long_call = {}
 
         def run_long(ctx=ctx, record=long_call):
-            out = np.empty((LONG_BATCH, go2_ref.nv, 2 * go2_ref.nv))
             try:
-                go2.call(ctx, "forward_dynamics_gradient", [s.q, s.qd, s.u], out)
+                _long_call(go2, ctx, go2_ref, s)
                 record["ok"] = True
             except RuntimeError:
                 record["ok"] = False
@@ -436,18 +462,17 @@ def test_launch_overrides_are_per_context_and_keep_the_model_version(go2):
         go2.set_threads_for(a, "crba", 64)
 
 
-def test_a_launch_override_waits_for_admitted_calls(go2, go2_ref):
+def test_a_launch_override_waits_for_admitted_calls(go2, go2_ref, long_batch):
     """Overrides take the admission exclusive, like a mutation: one set while a long call
     is in flight returns only once that call is done (a few milliseconds of slack: the
     call's thread takes the GIL back before it can note its end)."""
-    s = random_states(go2_ref.model, LONG_BATCH, seed=10)
+    s = random_states(go2_ref.model, long_batch, seed=10)
     for _ in range(5):
         ctx = go2.create_context()
         ended = {}
 
         def long_call(ctx=ctx, ended=ended):
-            out = np.empty((LONG_BATCH, go2_ref.nv, 2 * go2_ref.nv))
-            go2.call(ctx, "forward_dynamics_gradient", [s.q, s.qd, s.u], out)
+            _long_call(go2, ctx, go2_ref, s)
             ended["at"] = time.monotonic()
 
         runner = threading.Thread(target=long_call)
