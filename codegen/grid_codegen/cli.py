@@ -38,7 +38,7 @@ from grid_codegen.compile import (
     run_compiler,
 )
 from grid_codegen.generate import generate
-from grid_codegen.options import ALGORITHMS, DTYPES, STRATEGIES, CodegenOptions
+from grid_codegen.options import DEFAULT_ALGORITHMS, DTYPES, PROFILES, STRATEGIES, CodegenOptions
 from grid_codegen.urdf import parse_urdf
 
 OPTIONS_FILE = "options.json"
@@ -59,8 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--floating-base", action="store_true",
                      help="add a free-flyer root joint (q = [p, quat xyzw, joints])")
     gen.add_argument("--dtype", choices=DTYPES, default="float32")
-    gen.add_argument("--algorithms", type=_csv, default=ALGORITHMS,
-                     help="comma-separated; default: all of " + ",".join(ALGORITHMS))
+    gen.add_argument("--algorithms", type=_csv, default=DEFAULT_ALGORITHMS,
+                     help="comma-separated algorithm or profile names (profiles: "
+                     + ", ".join(PROFILES) + "); default: the core profile, "
+                     + ",".join(DEFAULT_ALGORITHMS))
     gen.add_argument("--ee-joint-names", type=_csv, default=(),
                      help="comma-separated joints whose frames are the end effectors")
     gen.add_argument("--runtime-inertia", action="store_true")

@@ -46,10 +46,15 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
         entry = algorithm(name)
         variants: list[VariantInfo] = []
         ops = 0
-        if "thread" in strategies:
+        # Algorithms without a level-synchronous emitter (the centroidal profile) have
+        # the thread strategy only, whatever was asked for.
+        levels = name in BUILDERS
+        wanted = strategies if levels else ("thread",)
+        if "thread" in wanted:
             checkpoint = library.checkpoint()
             text = Writer()
-            limit = None if options.strategy == "thread" else dispatch.THREAD_MAX_OPS
+            limit = (None if options.strategy == "thread" or not levels
+                     else dispatch.THREAD_MAX_OPS)
             try:
                 item = build_thread_item(library, model, ee_frames, options.runtime_inertia,
                                          entry, dims, text, limit)
@@ -65,7 +70,7 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
                     variants.append(emit_thread_variant(kernels, entry, dims, item.name,
                                                         item.ops))
                 ops = item.ops
-        for strategy in strategies:
+        for strategy in wanted:
             if strategy == "thread":
                 continue
             ctx = EmitContext(model=model, options=options, strategy=make_strategy(strategy),

@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from grid_codegen.registry import DEFAULT_NAMES as DEFAULT_ALGORITHMS
 from grid_codegen.registry import NAMES as ALGORITHMS
+from grid_codegen.registry import PROFILES, expand_profiles
 
 DTYPES = ("float32", "float64")
 STRATEGIES = ("auto", "thread", "warp", "block")
@@ -26,7 +28,8 @@ class CodegenOptions:
 
     dtype: scalar type of the artifact, "float32" (default) or "float64".
     max_batch_size: the largest batch `launch` accepts; larger batches are refused.
-    algorithms: which kernels to emit (any order in, registry order kept).
+    algorithms: which kernels to emit (any order in, registry order kept); profile names
+        ("core", the default; "centroidal"; "all") stand for their algorithms.
     ee_joint_names: fixed (or moving) joints whose frames are the end effectors; empty
         means the leaf bodies' frames (`RobotModel.end_effector_frames`). Order is kept.
     runtime_inertia: the dynamics read each body's 10 inertial parameters from the
@@ -42,7 +45,7 @@ class CodegenOptions:
 
     dtype: str = "float32"
     max_batch_size: int = 65536
-    algorithms: tuple[str, ...] = ALGORITHMS
+    algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
     ee_joint_names: tuple[str, ...] = ()
     runtime_inertia: bool = False
     strategy: str = "auto"
@@ -57,10 +60,11 @@ class CodegenOptions:
             raise ValueError(f"max_batch_size must be an int in [1, 2^31), got "
                              f"{self.max_batch_size!r}")
         algorithms = (self.algorithms,) if isinstance(self.algorithms, str) else self.algorithms
+        algorithms = expand_profiles(algorithms)
         unknown = sorted(set(algorithms) - set(ALGORITHMS))
         if unknown:
             raise ValueError(f"unknown algorithms {unknown}; the generator builds "
-                             f"{', '.join(ALGORITHMS)}")
+                             f"{', '.join(ALGORITHMS)} (profiles: {', '.join(PROFILES)})")
         if not algorithms:
             raise ValueError("algorithms must name at least one algorithm")
         object.__setattr__(self, "algorithms",

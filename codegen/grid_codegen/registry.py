@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 _DIM_LABELS = {
+    "one": "constant",
     "nq": "configuration width nq",
     "nv": "tangent width nv",
     "nb": "body count nb",
@@ -32,25 +33,34 @@ class Dims:
     nb: int
     num_ees: int
 
+    @property
+    def one(self) -> int:
+        """The unit, for constant widths (`Dim("one", 3)` is 3)."""
+        return 1
+
 
 @dataclass(frozen=True)
 class Dim:
-    """`factor * dims.<name>`."""
+    """`factor * dims.<name> + plus` (`name` "one" for a constant)."""
 
     name: str
     factor: int = 1
+    plus: int = 0
 
     def __call__(self, dims: Dims) -> int:
-        return self.factor * getattr(dims, self.name)
+        return self.factor * getattr(dims, self.name) + self.plus
 
     def describe(self, dims: Dims) -> str:
         """This width for error messages: 'tangent width nv is 18', '6*nb is 48 (nb = 8)'."""
-        if self.factor == 1:
+        if self.factor == 1 and not self.plus:
             return f"{_DIM_LABELS[self.name]} is {self(dims)}"
         return f"{self} is {self(dims)} ({self.name} = {getattr(dims, self.name)})"
 
     def __str__(self) -> str:
-        return self.name if self.factor == 1 else f"{self.factor}*{self.name}"
+        if self.name == "one":
+            return str(self.factor + self.plus)
+        text = self.name if self.factor == 1 else f"{self.factor}*{self.name}"
+        return f"{text}+{self.plus}" if self.plus else text
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,8 @@ class Algorithm:
     differentiable: tuple[str, ...] = ()
     gradient: str | None = None
     jacobian_columns: Dim | None = None
+    parts: tuple[tuple[str, tuple[Dim, ...]], ...] = ()
+    profile: str = "core"
 
     def widths(self, dims: Dims) -> tuple[int, ...]:
         return tuple(p.width(dims) for p in self.inputs)
@@ -94,8 +106,15 @@ class Algorithm:
         """Scalars per item."""
         return math.prod(self.output_shape(dims))
 
+    def part_shapes(self, dims: Dims) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        """`(name, per-item shape)` of each returned array (one part for most methods)."""
+        if not self.parts:
+            return (("", self.output_shape(dims)),)
+        return tuple((name, tuple(d(dims) for d in shape)) for name, shape in self.parts)
+
 
 NQ, NV, NB6, NEE6, NV2 = Dim("nq"), Dim("nv"), Dim("nb", 6), Dim("num_ees", 6), Dim("nv", 2)
+C3, C6, NB10 = Dim("one", 3), Dim("one", 6), Dim("nb", 10)
 Q = Port("q", NQ, doc="configuration; floating base [p(3), quat xyzw(4), joints]")
 QD = Port("qd", NV, doc="tangent velocity; floating base [v_lin, omega, joints] (local)")
 QDD = Port("qdd", NV, False, "acceleration; None means zero (the bias c = C qd + g)")
@@ -131,6 +150,43 @@ ALGORITHMS: tuple[Algorithm, ...] = (
     Algorithm("forward_dynamics_gradient",
               "[dqdd/dq | dqdd/dqd] of forward dynamics (local tangent chart).",
               (Q, QD, U, FEXT), (NV, NV2), True, jacobian_columns=NV2),
+    # -- the centroidal profile (built on request: algorithm_list=["centroidal", ...]) --
+    Algorithm("generalized_gravity", "g(q): the joint torques that hold the robot still.",
+              (Q,), (NV,), True, profile="centroidal"),
+    Algorithm("nonlinear_effects",
+              "C(q, qd) qd + g(q) (Pinocchio's nonLinearEffects; RNEA at qdd = 0).",
+              (Q, QD), (NV,), True, profile="centroidal"),
+    Algorithm("coriolis_matrix",
+              "The Coriolis matrix C(q, qd) of Pinocchio's computeCoriolisMatrix: "
+              "C qd + g = nonlinear_effects and dM/dt = C + C^T.",
+              (Q, QD), (NV, NV), False, profile="centroidal"),
+    Algorithm("com", "The centre of mass (world) and its Jacobian (tangent columns).",
+              (Q,), (Dim("nv", 3, 3),), False, profile="centroidal",
+              parts=(("com", (C3,)), ("jacobian", (C3, NV)))),
+    Algorithm("ccrba",
+              "The centroidal momentum matrix A (rows [linear; angular], about the centre "
+              "of mass, world axes) and the momentum h = A qd (Pinocchio's ccrba).",
+              (Q, QD), (Dim("nv", 6, 6),), False, profile="centroidal",
+              parts=(("A", (C6, NV)), ("h", (C6,)))),
+    Algorithm("dccrba",
+              "dA/dq: dA[r, c, i] = d A[r, c] / d eps_i along the tangent chart "
+              "(derivative index last).",
+              (Q,), (C6, NV, NV), False, profile="centroidal"),
+    Algorithm("cmm_time_variation", "dA/dt = sum_i (dA/d eps_i) qd_i.",
+              (Q, QD), (C6, NV), False, profile="centroidal"),
+    Algorithm("energy",
+              "[kinetic, potential, mechanical] energy (potential zero at z = 0).",
+              (Q, QD), (C3,), True, profile="centroidal"),
+    Algorithm("kinetic_energy_regressor",
+              "y with kinetic energy T = y . pi (pi: Pinocchio's dynamic parameters, body "
+              "by body, the order of set_inertia_params).",
+              (Q, QD), (NB10,), False, profile="centroidal"),
+    Algorithm("potential_energy_regressor", "y with potential energy V = y . pi.",
+              (Q,), (NB10,), True, profile="centroidal"),
+    Algorithm("inverse_dynamics_regressor",
+              "Y with inverse_dynamics(q, qd, qdd) = Y pi (Pinocchio's "
+              "computeJointTorqueRegressor); qdd None is zero.",
+              (Q, QD, QDD), (NV, NB10), True, profile="centroidal"),
 )
 
 BY_NAME: dict[str, Algorithm] = {a.name: a for a in ALGORITHMS}
@@ -138,6 +194,24 @@ NAMES: tuple[str, ...] = tuple(a.name for a in ALGORITHMS)
 """Every algorithm, in descriptor (id) order."""
 
 MAX_INPUTS = max(len(a.inputs) for a in ALGORITHMS)
+
+PROFILES: dict[str, tuple[str, ...]] = {
+    profile: tuple(a.name for a in ALGORITHMS if a.profile == profile)
+    for profile in dict.fromkeys(a.profile for a in ALGORITHMS)}
+PROFILES["all"] = NAMES
+"""Groups of algorithms `algorithm_list` may name: "core" (the dynamics, mass matrix,
+kinematics and their gradients: the default build), "centroidal", "all"."""
+
+DEFAULT_NAMES: tuple[str, ...] = PROFILES["core"]
+
+
+def expand_profiles(names) -> tuple[str, ...]:
+    """Algorithm and profile names to algorithm names (unknown names are kept, for the
+    caller to refuse with the list of choices)."""
+    out: list[str] = []
+    for name in names:
+        out.extend(PROFILES.get(name, (name,)))
+    return tuple(dict.fromkeys(out))
 
 
 def algorithm(name: str) -> Algorithm:

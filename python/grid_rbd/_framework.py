@@ -32,6 +32,7 @@ class FrameworkHandle:
             raise TypeError(f"expected a grid_rbd.RobotHandle, got {type(base).__name__}")
         self._base = base
         self._artifact = base._artifact
+        self._dims = base._dims
         self._ids = {name: int(info["id"]) for name, info in base._algorithms.items()}
         self._output_shapes = {name: BY_NAME[name].output_shape(base._dims)
                                for name in self._ids}
@@ -138,7 +139,8 @@ class FrameworkHandle:
         algorithm_id = self._ids.get(method.name)
         if algorithm_id is None:
             raise RuntimeError(f"{method.name} was not built into this artifact (built: "
-                               f"{', '.join(self._ids)}); register with it in algorithm_list")
+                               f"{', '.join(self._ids)}); register with {method.name!r} or its "
+                               f"profile {method.profile!r} in algorithm_list")
         return algorithm_id
 
     def _check_batch(self, batch: int) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
 import threading
 from pathlib import Path
@@ -347,7 +348,8 @@ class RobotHandle:
         if method.name not in self._algorithms:
             raise RuntimeError(
                 f"{method.name} was not built into this artifact (built: "
-                f"{', '.join(self._algorithms)}); register with it in algorithm_list")
+                f"{', '.join(self._algorithms)}); register with {method.name!r} or its "
+                f"profile {method.profile!r} in algorithm_list")
         arrays, batch, single = self._check_inputs(method, values)
         if batch > self.max_batch_size:
             raise ValueError(f"batch {batch} exceeds this artifact's max_batch_size "
@@ -477,17 +479,42 @@ def _threads(threads: Any) -> int:
     return int(threads)
 
 
+def shape_result(method: Method, result: Any, dims: Dims) -> Any:
+    """A kernel's result (numpy, jax or torch; batched or a single state) in the method's
+    shape: the registry's per-item shape (the descriptor stores rank-3 outputs as rank
+    2), or the tuple of its parts' views for a method returning several arrays."""
+    parts = method.part_shapes(dims)
+    full = method.output_shape(dims)
+    if len(parts) == 1 and tuple(result.shape[result.ndim - len(full):]) == full:
+        return result
+    stored = full if len(full) <= 2 else (math.prod(full[:-1]), full[-1])
+    lead = tuple(result.shape[:result.ndim - len(stored)])
+    if len(parts) == 1:
+        return result.reshape(lead + full)
+    flat = result.reshape(lead + (-1,))
+    out, start = [], 0
+    for _, shape in parts:
+        size = math.prod(shape)
+        out.append(flat[..., start:start + size].reshape(lead + shape))
+        start += size
+    return tuple(out)
+
+
 def _make_method(method: Method, public_name: str, owner: str, array: Any,
                  fast: bool = False) -> Any:
+    reshaped = bool(method.parts) or len(method.output) > 2
     if fast:
         name = method.name
 
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
             result = self._fast[name](args, kwargs)
-            return self._run(method, args, kwargs) if result is None else result
+            if result is None:
+                result = self._run(method, args, kwargs)
+            return shape_result(method, result, self._dims) if reshaped else result
     else:
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            return self._run(method, args, kwargs)
+            result = self._run(method, args, kwargs)
+            return shape_result(method, result, self._dims) if reshaped else result
 
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     params += [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,

@@ -50,7 +50,12 @@ class Method(Algorithm):
                          "(default -9.81).")
         lines.append(f"    out: optional buffer, ({shape}) or flat; the result is a view of "
                      "it.")
-        lines.append(f"Returns: ({shape}).")
+        if self.parts:
+            returned = ", ".join(f"{name} ({', '.join(['B', *(str(d) for d in dims)])})"
+                                 for name, dims in self.parts)
+            lines.append(f"Returns: the tuple ({returned}), views of one ({shape}) result.")
+        else:
+            lines.append(f"Returns: ({shape}).")
         if self.aliases:
             lines.append(f"Aliases: {', '.join(self.aliases)}.")
         return "\n".join(lines)

@@ -69,7 +69,10 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     max_batch_size: the largest batch a call accepts.
     dtype: "float32" (default) or "float64": the compute dtype of inputs and outputs.
     ee_joint_names: fixed-joint frames used as end effectors (default: the leaf bodies).
-    algorithm_list: the algorithms to build (default: all of them).
+    algorithm_list: the algorithms to build, by name or profile: "core" (the default:
+        dynamics, mass matrix, kinematics and their gradients), "centroidal" (centre of
+        mass, centroidal momentum, energy, Coriolis matrix, gravity, regressors), "all".
+        A method whose algorithm was not built says which profile to add.
     runtime_inertia: read inertias from a per-context table (`set_inertia_params`).
     device: "auto" (the GPU when one is usable, else the CPU), "cuda" or "cpu".
     backend: "numpy" (a `RobotHandle`), "jax" (a `grid_rbd.jax.JaxRobotHandle`) or "torch"
@@ -91,7 +94,7 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     backend's framework is not installed, and `grid_codegen.compile.CompileError` when the
     compiler fails.
     """
-    from grid_codegen.options import ALGORITHMS, CodegenOptions
+    from grid_codegen.options import DEFAULT_ALGORITHMS, CodegenOptions
     from grid_rbd._build import ensure_entry
 
     if backend not in BACKENDS:
@@ -118,7 +121,8 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         check_name(ee, "ee_joint_names entry")
     options = CodegenOptions(
         dtype=dtype_name, max_batch_size=max_batch_size,
-        algorithms=tuple(algorithm_list) if algorithm_list is not None else ALGORITHMS,
+        algorithms=(tuple(algorithm_list) if algorithm_list is not None
+                    else DEFAULT_ALGORITHMS),
         ee_joint_names=tuple(ee_joint_names or ()), runtime_inertia=bool(runtime_inertia),
         strategy=strategy)
     target = resolve_device(device)

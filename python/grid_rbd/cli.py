@@ -149,7 +149,7 @@ def cmd_register(args: argparse.Namespace) -> int:
 def _model_facts(urdf: Path, floating_base: bool) -> dict[str, Any]:
     """What the URDF itself says (no compile): dimensions, joints, bodies, frames."""
     from grid_codegen import URDFError, parse_urdf
-    from grid_codegen.options import ALGORITHMS, CodegenOptions
+    from grid_codegen.options import CodegenOptions
 
     try:
         model = parse_urdf(urdf, floating_base=floating_base)
@@ -164,7 +164,7 @@ def _model_facts(urdf: Path, floating_base: bool) -> dict[str, Any]:
                       for f in model.end_effector_frames(None)],
         "frames": [{"name": f.name, "kind": f.kind, "body": int(f.body)}
                    for f in model.frames],
-        "algorithms": list(ALGORITHMS), "strategy": options.to_dict().get("strategy"),
+        "algorithms": list(options.algorithms), "strategy": options.to_dict().get("strategy"),
     }
 
 
@@ -410,7 +410,9 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", choices=("float32", "float64"), default=_BUILD_DEFAULTS["dtype"])
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=_BUILD_DEFAULTS["device"],
                    help="auto: the GPU when one is usable, else the CPU (default)")
-    p.add_argument("--algorithms", metavar="A,B", help="comma-separated (default: all)")
+    p.add_argument("--algorithms", metavar="A,B",
+                   help="comma-separated algorithm or profile names (core, centroidal, "
+                   "all); default: core")
     p.add_argument("--ee-joint-names", metavar="J1,J2",
                    help="joints whose frames are the end effectors (default: leaf bodies)")
     p.add_argument("--max-batch-size", type=int, default=_BUILD_DEFAULTS["max_batch_size"])

@@ -177,7 +177,7 @@ grid_generated_sources = rule(
         "urdf": attr.label(allow_single_file = [".urdf", ".xml"], mandatory = True),
         "floating_base": attr.bool(default = False),
         "dtype": attr.string(default = "float32", values = ["float32", "float64"]),
-        "algorithms": attr.string_list(doc = "default: the generator's (every algorithm)"),
+        "algorithms": attr.string_list(doc = "algorithm or profile names; default: the generator's (the core profile)"),
         "ee_joint_names": attr.string_list(),
         "runtime_inertia": attr.bool(default = False),
         "max_batch_size": attr.int(default = 65536),
@@ -280,7 +280,7 @@ def grid_robot(
       urdf: label of the URDF file.
       floating_base: add a free-flyer root joint (q = [p, quat xyzw, joints]).
       dtype: "float32" (default) or "float64".
-      algorithms: the algorithms to build (default: every one the generator has).
+      algorithms: the algorithms or profiles to build ("core" by default, "centroidal", "all").
       ee_joint_names: joints whose frames are the end effectors (default: leaf bodies).
       runtime_inertia: read the inertias from a per-context table at run time.
       max_batch_size: the largest batch a launch accepts.

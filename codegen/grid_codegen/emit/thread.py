@@ -30,6 +30,7 @@ from grid_codegen.emit.writer import Writer
 from grid_codegen.model import RobotModel
 from grid_codegen.registry import Algorithm, Dims
 from grid_codegen.symbolic import algorithms as A
+from grid_codegen.symbolic import centroidal as C
 from grid_codegen.symbolic.emit import RUNTIME, Array, ItemBuilder, PassLibrary
 
 
@@ -102,6 +103,64 @@ class _Plan:
         return kb.call("joint_transforms",
                        "Parent -> body placements X_i = liMi(q): R row-major (9), p (3).",
                        lambda q: _flat_transforms(A.joint_transforms(model, q)), [q], "X")
+
+
+def _with_inertia(fn: Callable) -> Callable:
+    """`fn(model, X, I, *inputs, gravity)` as a pass body `(model, X, *inputs, I, g)`."""
+    def body(model, X, *rest):
+        *inputs, I, g = rest
+        return fn(model, X, I, *inputs, g)
+    return body
+
+
+def _with_inertia_no_gravity(fn: Callable) -> Callable:
+    def body(model, X, *rest):
+        *inputs, I, _ = rest
+        return fn(model, X, I, *inputs)
+    return body
+
+
+def _kinematic(fn: Callable) -> Callable:
+    """A pass that needs neither inertias nor gravity."""
+    def body(model, X, *rest):
+        return fn(model, X, *rest[:-2])
+    return body
+
+
+def _kinematic_with_gravity(fn: Callable) -> Callable:
+    def body(model, X, *rest):
+        *inputs, _, g = rest
+        return fn(model, X, *inputs, g)
+    return body
+
+
+CENTROIDAL_PASSES: dict[str, tuple[str, Callable, tuple[str, ...]]] = {
+    # name: (doc, body(model, X, *inputs, I, gravity), the inputs after q)
+    "generalized_gravity": ("g(q): RNEA at rest.",
+                            _with_inertia(C.generalized_gravity), ()),
+    "nonlinear_effects": ("C(q, qd) qd + g(q): RNEA at zero acceleration.",
+                          _with_inertia(C.nonlinear_effects), ("qd",)),
+    "coriolis_matrix": ("The Coriolis matrix from world composites (Echeandia-Wensing form).",
+                        _with_inertia_no_gravity(C.coriolis_matrix), ("qd",)),
+    "com": ("The centre of mass, then its Jacobian (forward-mode derivatives).",
+            _with_inertia_no_gravity(C.com), ()),
+    "ccrba": ("The centroidal momentum matrix A, then h = A qd.",
+              _with_inertia_no_gravity(C.ccrba), ("qd",)),
+    "dccrba": ("dA/d eps (forward-mode derivatives of the centroidal map).",
+               _with_inertia_no_gravity(C.dccrba), ()),
+    "cmm_time_variation": ("dA/dt: the centroidal map's derivative along qd.",
+                           _with_inertia_no_gravity(C.cmm_time_variation), ("qd",)),
+    "energy": ("Kinetic, potential and mechanical energy.", _with_inertia(C.energy), ("qd",)),
+    "kinetic_energy_regressor": ("The kinetic-energy regressor from the body twists.",
+                                 _kinematic(C.kinetic_energy_regressor), ("qd",)),
+    "potential_energy_regressor": ("The potential-energy regressor from the world poses.",
+                                   _kinematic_with_gravity(C.potential_energy_regressor), ()),
+    "inverse_dynamics_regressor": ("The joint-torque regressor: unit-parameter body forces "
+                                   "carried up the tree.",
+                                   _kinematic_with_gravity(C.inverse_dynamics_regressor),
+                                   ("qd", "qdd")),
+}
+"""The thread passes of the centroidal profile (one pass per algorithm)."""
 
 
 class TooLarge(Exception):
@@ -182,6 +241,11 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                        "[dtau/dq | dtau/dqd] at qdd = FD: RNEA's derivatives and the "
                        "product, column by column", dqdd,
                        [X, ports["qd"], solved, ports["f_ext"]], out, nv, 2 * nv, max_ops)
+    elif name in CENTROIDAL_PASSES:
+        doc, fn, port_names = CENTROIDAL_PASSES[name]
+        plan.dynamics_call(kb, name, doc,
+                           lambda x, *rest: fn(model, unX(x), *rest),
+                           [X, *(ports[p] for p in port_names)], out)
     else:
         raise KeyError(f"the thread strategy has no plan for {name!r}")
     item = f"{name}_thread"

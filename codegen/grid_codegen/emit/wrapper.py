@@ -20,6 +20,8 @@ default (the cost model's, `grid_codegen.dispatch`) and which `set_dispatch` rep
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,6 +48,14 @@ class AlgorithmBuild:
     cpu_dispatch: tuple[tuple[int, int], ...]
 
 
+def storage_shape(shape: tuple[int, ...]) -> list[int]:
+    """The descriptor's rank-2 view of a per-item shape: `(n,)` is `[n, 1]`, a rank-3
+    `(a, b, c)` is `[a * b, c]` (the handles reshape to the registry's shape)."""
+    if len(shape) == 1:
+        return [shape[0], 1]
+    return [math.prod(shape[:-1]), shape[-1]]
+
+
 def _algorithm_entry(build: AlgorithmBuild, index: int, dims: Dims, dispatch: Sequence
                      ) -> str:
     a = build.algorithm
@@ -53,7 +63,7 @@ def _algorithm_entry(build: AlgorithmBuild, index: int, dims: Dims, dispatch: Se
     names = [c_string(p.name) for p in a.inputs] + ["nullptr"] * pad
     widths = [str(p.width(dims)) for p in a.inputs] + ["0"] * pad
     required = [str(int(p.required)) for p in a.inputs] + ["0"] * pad
-    shape = list(a.output_shape(dims)) + [1] * (2 - len(a.output))
+    shape = storage_shape(a.output_shape(dims))
     variants = []
     for v in build.variants:
         variants.append(f"{{{c_string(v.strategy)}, {v.threads}, {v.max_threads}, "
@@ -64,7 +74,7 @@ def _algorithm_entry(build: AlgorithmBuild, index: int, dims: Dims, dispatch: Se
     chosen = [str(k) for _, k in dispatch] + ["0"] * (MAX_DISPATCH - len(dispatch))
     return (f"{{{c_string(a.name)}, {index}, {len(a.inputs)}, "
             f"{{{', '.join(names)}}}, {{{', '.join(widths)}}}, {{{', '.join(required)}}}, "
-            f"1, {len(a.output)}, {{{shape[0]}, {shape[1]}}}, {int(a.uses_gravity)}, "
+            f"1, {min(len(a.output), 2)}, {{{shape[0]}, {shape[1]}}}, {int(a.uses_gravity)}, "
             f"{len(build.variants)}, {{{', '.join(variants)}}}, "
             f"{len(dispatch)}, {{{', '.join(thresholds)}}}, {{{', '.join(chosen)}}}}}")
 
