@@ -24,7 +24,8 @@ from artifact_harness import (
 from support import ROBOTS, assert_scaled_close, random_states
 
 import grid_rbd.reference as reference
-from grid_codegen.options import ALGORITHMS, CodegenOptions
+from grid_codegen.options import DEFAULT_ALGORITHMS as ALGORITHMS
+from grid_codegen.options import CodegenOptions
 from grid_rbd.reference import ReferenceRobot
 
 FLOAT64_ROBOTS = sorted(ROBOTS)

@@ -13,7 +13,8 @@ from grid_codegen.emit import BUILDERS
 from grid_codegen.emit.layout import Layout
 from grid_codegen.emit.writer import Writer, linear_combination, lit
 from grid_codegen.generate import generate
-from grid_codegen.options import ALGORITHMS, CodegenOptions
+from grid_codegen.options import DEFAULT_ALGORITHMS as ALGORITHMS
+from grid_codegen.options import CodegenOptions
 
 
 @pytest.mark.parametrize("robot", ["iiwa14", "g1"])

@@ -16,7 +16,7 @@ from artifact_harness import build_cached, prebuild, reference_case, round_state
 from support import ROBOTS, assert_scaled_close, random_states
 
 import grid_rbd.reference as reference
-from grid_codegen.options import ALGORITHMS
+from grid_codegen.options import DEFAULT_ALGORITHMS as ALGORITHMS
 
 pytestmark = pytest.mark.gpu
 

@@ -24,7 +24,8 @@ from support import ROBOTS, assert_scaled_close, random_states, robot_available 
 import grid_rbd  # noqa: E402
 import grid_rbd.reference as reference  # noqa: E402
 from grid_codegen import parse_urdf  # noqa: E402
-from grid_codegen.options import ALGORITHMS  # noqa: E402
+from grid_codegen.options import ALGORITHMS as ALL_ALGORITHMS  # noqa: E402
+from grid_codegen.options import DEFAULT_ALGORITHMS as ALGORITHMS  # noqa: E402
 from grid_rbd._methods import METHODS  # noqa: E402
 from grid_rbd.reference import ReferenceRobot  # noqa: E402
 
@@ -146,7 +147,7 @@ def test_dimensions_names_and_description(handles, refs):
     params = list(inspect.signature(handles["iiwa14-f64"].forward_dynamics).parameters)
     assert params == ["q", "qd", "u", "f_ext", "gravity", "out"]
     assert "gravity" not in inspect.signature(handles["iiwa14-f64"].crba).parameters
-    assert {m.name for m in METHODS} == set(ALGORITHMS)
+    assert {m.name for m in METHODS} == set(ALL_ALGORITHMS)
 
 
 def test_get_robot_and_load_robot_share_the_artifact(handles, cache):

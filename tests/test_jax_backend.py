@@ -101,7 +101,8 @@ def _close(actual, expected, what, tol=TOL):
 
 # -- values ----------------------------------------------------------------------------
 FEXT = {m.name for m in METHODS if any(p.name == "f_ext" for p in m.inputs)}
-CASES = [(m.name, f) for m in METHODS for f in (False, True) if not f or m.name in FEXT]
+CASES = [(m.name, f) for m in METHODS if m.profile == "core" for f in (False, True)
+         if not f or m.name in FEXT]  # the centroidal profile: test_centroidal_kernels.py
 
 
 @pytest.mark.parametrize("algorithm,f_ext", CASES,

@@ -27,7 +27,8 @@ from grid_codegen.compile import compile_artifact, detect_cuda_arch
 from grid_codegen.emit.prelude import header
 from grid_codegen.emit.wrapper import ABI_VERSION
 from grid_codegen.generate import generate
-from grid_codegen.options import ALGORITHMS, CodegenOptions
+from grid_codegen.options import DEFAULT_ALGORITHMS as ALGORITHMS
+from grid_codegen.options import CodegenOptions
 
 try:
     from grid_rbd import _core

@@ -25,7 +25,7 @@ from support import ROBOTS, assert_scaled_close, random_states, robot_available 
 import grid_rbd  # noqa: E402
 import grid_rbd.reference as reference  # noqa: E402
 import grid_rbd.torch as grid_torch  # noqa: E402
-from grid_codegen.options import ALGORITHMS  # noqa: E402
+from grid_codegen.options import DEFAULT_ALGORITHMS as ALGORITHMS  # noqa: E402
 from grid_rbd.reference.configuration import integrate  # noqa: E402
 
 BATCH = 6

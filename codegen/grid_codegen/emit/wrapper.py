@@ -21,7 +21,6 @@ default (the cost model's, `grid_codegen.dispatch`) and which `set_dispatch` rep
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 
