@@ -19,12 +19,13 @@ import numpy as np
 
 from grid_rbd._handle import RobotHandle
 from grid_rbd._methods import BY_NAME, Method
+from grid_rbd._parameters import ParameterOperands
 
 #: Bytes of a model-version stamp (a uint64 the forward writes on its stream).
 STAMP_BYTES = 8
 
 
-class FrameworkHandle:
+class FrameworkHandle(ParameterOperands):
     """Base of `JaxRobotHandle` and `TorchRobotHandle` (see the module doc)."""
 
     def __init__(self, base: RobotHandle) -> None:

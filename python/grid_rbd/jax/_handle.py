@@ -42,6 +42,9 @@ class JaxRobotHandle(FrameworkHandle):
     `set_inertia_params`, `context()` and `close()` are that handle's.
     """
 
+    def _stop_gradient(self, x: Any) -> Any:
+        return None if x is None else jax.lax.stop_gradient(x)
+
     def __init__(self, base: RobotHandle, command_buffers: bool = False) -> None:
         super().__init__(base)
         ensure_registered(store_root_of(base.path))  # the handler lives in the same store

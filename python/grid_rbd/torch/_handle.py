@@ -58,6 +58,13 @@ class TorchRobotHandle(FrameworkHandle):
     under grad mode. `out=` (no autograd) writes into a given tensor.
     """
 
+    def _stop_gradient(self, x: Any) -> Any:
+        return x.detach() if isinstance(x, torch.Tensor) else x
+
+    def _needs_gradient(self, x: Any) -> bool:
+        return (torch.is_grad_enabled() and isinstance(x, torch.Tensor)
+                and x.requires_grad)
+
     def __init__(self, base: RobotHandle) -> None:
         super().__init__(base)
         self._runner = _ops.register_runner(self)
