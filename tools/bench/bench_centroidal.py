@@ -1,0 +1,145 @@
+"""The centroidal profile per item: every algorithm of it, per robot at the issue's batch
+(iiwa14 and go2 at 65,536, g1 at 16,384), beside the output-write bound (the time to fill
+a buffer of the same size), on the CPU (numpy handle, `out=` buffers, all cores or
+`--threads`) or the GPU (torch handle on CUDA tensors, CUDA events, `out=`).
+
+    .venv/bin/python tools/bench/bench_centroidal.py --device cpu --out RESULT.json
+
+Each figure is the median over `--reps` calls after one warm-up; the bound is the median
+fill of the output buffer (`fill(0)` / `zero_()`), so `ratio = time / bound` says how far
+a kernel is from writing its output at the machine's store bandwidth (on the CPU the
+fill runs on one thread, the kernels on all of them: a ratio below 1 is possible there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+from sidebyside_common import use_tree  # noqa: E402
+
+use_tree(REPO)
+
+import grid_rbd  # noqa: E402
+from grid_codegen.registry import PROFILES, algorithm  # noqa: E402
+
+BATCHES = {"iiwa14": 65536, "go2": 65536, "g1": 16384}
+
+
+def _urdf(robot: str) -> tuple[Path, bool]:
+    sys.path.insert(0, str(REPO / "tests"))
+    from support import ROBOTS
+    return ROBOTS[robot].path, ROBOTS[robot].floating_base
+
+
+def _states(handle: Any, batch: int, dtype: np.dtype, floating: bool
+            ) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    q = rng.uniform(-1.0, 1.0, (batch, handle.nq))
+    if floating:
+        quat = rng.standard_normal((batch, 4))
+        q[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    return {"q": q.astype(dtype), "qd": rng.uniform(-2, 2, (batch, handle.nv)).astype(dtype),
+            "qdd": rng.uniform(-5, 5, (batch, handle.nv)).astype(dtype),
+            "u": rng.uniform(-5, 5, (batch, handle.nv)).astype(dtype)}
+
+
+def _median_seconds(fn, reps: int, sync=None) -> float:
+    fn()
+    if sync:
+        sync()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        if sync:
+            sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str) -> list[dict]:
+    path, floating = _urdf(robot)
+    backend = "torch" if device == "cuda" else "numpy"
+    handle = grid_rbd.register_robot(f"{robot}_centroidal_bench", urdf_path=str(path),
+                                     floating_base=floating, dtype=dtype, device=device,
+                                     algorithm_list=["centroidal"], backend=backend,
+                                     cache_dir=store)
+    batch = BATCHES[robot]
+    npdtype = np.dtype(dtype)
+    states = _states(handle, batch, npdtype, floating)
+    rows = []
+    if device == "cuda":
+        import torch
+        states = {k: torch.from_numpy(v).cuda() for k, v in states.items()}
+        sync = torch.cuda.synchronize
+    else:
+        sync = None
+    for name in PROFILES["centroidal"]:
+        entry = algorithm(name)
+        size = entry.output_size(handle._dims)
+        inputs = [states[p.name] for p in entry.inputs]
+        if device == "cuda":
+            import torch
+            out = torch.empty((batch, size), dtype=getattr(torch, dtype), device="cuda")
+            fill = out.zero_
+        else:
+            out = np.empty((batch, size), npdtype)
+            def fill(out=out):
+                out.fill(0)
+        method = getattr(handle, name)
+        seconds = _median_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o), reps, sync)
+        bound = _median_seconds(fill, reps, sync)
+        rows.append({"robot": robot, "algorithm": name, "batch": batch, "dtype": dtype,
+                     "device": device, "ns_per_item": seconds / batch * 1e9,
+                     "write_bound_ns_per_item": bound / batch * 1e9,
+                     "ratio_to_write_bound": seconds / bound,
+                     "bytes_per_item": size * npdtype.itemsize})
+        print(f"{robot:7s} {name:28s} {seconds / batch * 1e9:10.1f} ns/item  "
+              f"(write bound {bound / batch * 1e9:7.1f}, x{seconds / bound:6.1f})", flush=True)
+    handle.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--robots", default="iiwa14,go2,g1")
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=0,
+                        help="CPU: host threads (GRID_RBD_NUM_THREADS); 0 = all cores")
+    parser.add_argument("--store", help="store folder (default: a fresh temporary one)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    if args.threads:
+        os.environ["GRID_RBD_NUM_THREADS"] = str(args.threads)
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    store = args.store or tempfile.mkdtemp(prefix="grid_centroidal_bench_")
+    rows = []
+    for robot in args.robots.split(","):
+        rows += bench_robot(robot, args.device, args.dtype, args.reps, store)
+    result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+              "machine": platform.node(), "cpu_count": os.cpu_count(),
+              "threads": args.threads or os.cpu_count(), "rows": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
