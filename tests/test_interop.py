@@ -179,6 +179,38 @@ def test_ee_joint_names_make_end_effector_pose_report_those_frames(tmp_path):
                                            atol=1e-10, err_msg=name)
 
 
+def test_link_names_are_end_effectors_directly(tmp_path):
+    """`ee_joint_names` takes link names as they are (no interop mapping needed), on the
+    reference and through register_robot; the handle reports the names as given, and an
+    unknown name is a ValueError listing the choices."""
+    import grid_rbd
+    path = tmp_path / "mixed.urdf"
+    path.write_text(MIXED)
+    wanted = ["tool", "sensor", "l1", "elbow"]
+    ref = reference.load(path, ee_joint_names=wanted)
+    pm = _pin_model(path, False)
+    pd = pm.createData()
+    q, _, _ = _our_states(ref, 3, np.random.default_rng(6))
+    pose = ref.end_effector_pose(q).reshape(3, len(wanted), 6)
+    q_pin = interop.to_pinocchio(ref, q)
+    for b in range(3):
+        pin.framesForwardKinematics(pm, pd, q_pin[b])
+        for k, name in enumerate(wanted):
+            np.testing.assert_allclose(pose[b, k, :3], pd.oMf[pm.getFrameId(name)].translation,
+                                       atol=1e-10, err_msg=name)
+    h = grid_rbd.register_robot("mixed_links", urdf_path=str(path), dtype="float64",
+                                ee_joint_names=wanted, algorithm_list=["end_effector_pose"],
+                                device="cpu", cache_dir=tmp_path / "store")
+    assert h.ee_names == tuple(wanted)
+    np.testing.assert_allclose(h.end_effector_pose(q), ref.end_effector_pose(q), atol=1e-12)
+    h.close()
+    with pytest.raises(ValueError, match=r"ee_joint_names: .*no frame 'tool0'.*tool_weld.*"
+                                         r"wheel.*l4"):
+        grid_rbd.register_robot("mixed_bad", urdf_path=str(path), ee_joint_names=["tool0"],
+                                algorithm_list=["end_effector_pose"], device="cpu",
+                                cache_dir=tmp_path / "store")
+
+
 def test_bad_inputs_are_refused_naming_what_was_expected(tmp_path):
     path = tmp_path / "mixed.urdf"
     path.write_text(MIXED)

@@ -136,6 +136,26 @@ def test_end_effector_frames_default_to_leaves_and_accept_fixed_joints():
         model.end_effector_frames(("no_such_joint",))
 
 
+def test_frames_are_found_by_fixed_joint_moving_joint_or_link_name():
+    """A link welded by a fixed joint is the same frame as that joint's; a moving joint
+    names its child body's frame; an unknown name lists the three kinds of choices."""
+    model = parse_urdf(ROBOTS["panda"].path)
+    by_joint, by_link = model.end_effector_frames(("panda_hand_tcp_joint", "panda_hand_tcp"))
+    assert by_link.kind == "link" and by_link.name == "panda_hand_tcp"
+    assert by_link.body == by_joint.body
+    np.testing.assert_allclose(by_link.placement.R, by_joint.placement.R, atol=1e-15)
+    np.testing.assert_allclose(by_link.placement.p, by_joint.placement.p, atol=1e-15)
+    moving = model.resolve_frame("panda_joint4")
+    assert moving.kind == "body" and model.body_names[moving.body] == "panda_link4"
+    link4 = model.resolve_frame("panda_link4")
+    assert link4.body == moving.body and not link4.placement.p.any()
+    with pytest.raises(KeyError) as err:
+        model.resolve_frame("tool0")
+    text = str(err.value)
+    assert "no frame 'tool0'" in text and "panda_hand_tcp_joint" in text
+    assert "panda_joint1" in text and "panda_leftfinger" in text
+
+
 def test_model_is_immutable():
     model = parse_urdf(ROBOTS["iiwa14"].path)
     with pytest.raises(AttributeError):

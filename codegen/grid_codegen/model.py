@@ -329,19 +329,34 @@ class RobotModel:
     def end_effector_frames(self, ee_joint_names: tuple[str, ...] | None = None
                             ) -> tuple[Frame, ...]:
         """The end-effector frames: the leaf bodies' frames by default, otherwise the
-        frames of the named fixed joints (or moving joints, taken as their body frame)."""
+        named frames (`resolve_frame`: fixed joints, moving joints, links), in order."""
         if not ee_joint_names:
             return tuple(Frame(self.bodies[i].name, "body", i, Placement.identity())
                          for i in self.leaves)
-        out = []
-        for name in ee_joint_names:
-            fixed = [f for f in self.frames if f.kind == "fixed_joint" and f.name == name]
-            if fixed:
-                out.append(fixed[0])
-            elif name in self.joint_names:
-                i = self.joint_index(name)
-                out.append(Frame(name, "body", i, Placement.identity()))
-            else:
-                raise KeyError(f"ee joint '{name}' is neither a fixed nor a moving joint "
-                               f"of {self.name}")
-        return tuple(out)
+        return tuple(self.resolve_frame(name) for name in ee_joint_names)
+
+    def resolve_frame(self, name: str) -> Frame:
+        """A frame by the name a robotics user gives it: a fixed joint's frame, a moving
+        joint's (its child body's frame), or a link's (URDF names joints and links apart,
+        and a name that is both is taken as the joint). KeyError lists the choices."""
+        for f in self.frames:
+            if f.kind == "fixed_joint" and f.name == name:
+                return f
+        if name in self.joint_names:
+            return Frame(name, "body", self.joint_index(name), Placement.identity())
+        for f in self.frames:
+            if f.kind == "link" and f.name == name:
+                return f
+        fixed = [f.name for f in self.frames if f.kind == "fixed_joint"]
+        links = [f.name for f in self.frames if f.kind == "link"]
+        raise KeyError(f"{self.name} has no frame {name!r}; name a fixed joint "
+                       f"({_listing(fixed)}), a moving joint ({_listing(self.joint_names)}) "
+                       f"or a link ({_listing(links)})")
+
+
+def _listing(names, limit: int = 40) -> str:
+    names = list(names)
+    if not names:
+        return "none"
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown}, ... ({len(names)} in all)"

@@ -278,7 +278,10 @@ def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
     progress = Progress(name, total_phases=5 if tuning else 4)
     with progress.phase("parse", urdf_source):
         model = parse_urdf(urdf_bytes, floating_base=floating_base, source=urdf_source)
-        ee_frames = model.end_effector_frames(options.ee_joint_names or None)
+        try:
+            ee_frames = model.end_effector_frames(options.ee_joint_names or None)
+        except KeyError as exc:
+            raise ValueError(f"ee_joint_names: {exc.args[0]}") from None
     with progress.phase("generate", f"{len(options.algorithms)} algorithms, {options.dtype}"):
         files = generate(model, options, units=True)
     names = _names(model, ee_frames)
