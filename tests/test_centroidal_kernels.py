@@ -264,9 +264,10 @@ def test_profiles_expand_in_the_options():
     from grid_codegen.options import CodegenOptions
     assert CodegenOptions().algorithms == PROFILES["core"]
     both = CodegenOptions(algorithms=("centroidal", "core"))
-    assert both.algorithms == PROFILES["core"] + PROFILES["centroidal"] == PROFILES["all"]
-    assert CodegenOptions(algorithms=("all",)) == both
-    with pytest.raises(ValueError, match="profiles: core, centroidal, all"):
+    assert both.algorithms == PROFILES["core"] + PROFILES["centroidal"]
+    every = CodegenOptions(algorithms=("kinematics", "centroidal", "core"))
+    assert every.algorithms == PROFILES["all"] and CodegenOptions(algorithms=("all",)) == every
+    with pytest.raises(ValueError, match="profiles: core, centroidal, kinematics, all"):
         CodegenOptions(algorithms=("centroidl",))
 
 

@@ -187,6 +187,11 @@ ALGORITHMS: tuple[Algorithm, ...] = (
               "Y with inverse_dynamics(q, qd, qdd) = Y pi (Pinocchio's "
               "computeJointTorqueRegressor); qdd None is zero.",
               (Q, QD, QDD), (NV, NB10), True, profile="centroidal"),
+    # -- the kinematics profile --------------------------------------------------------
+    Algorithm("fk_batched",
+              "[x, y, z, qw, qx, qy, qz] of the first end-effector frame in the world (the "
+              "quaternion composed along the chain: unit, its sign continuous in q).",
+              (Q,), (Dim("one", 7),), False, profile="kinematics"),
 )
 
 BY_NAME: dict[str, Algorithm] = {a.name: a for a in ALGORITHMS}
@@ -200,7 +205,8 @@ PROFILES: dict[str, tuple[str, ...]] = {
     for profile in dict.fromkeys(a.profile for a in ALGORITHMS)}
 PROFILES["all"] = NAMES
 """Groups of algorithms `algorithm_list` may name: "core" (the dynamics, mass matrix,
-kinematics and their gradients: the default build), "centroidal", "all"."""
+kinematics and their gradients: the default build), "centroidal", "kinematics",
+"all"."""
 
 DEFAULT_NAMES: tuple[str, ...] = PROFILES["core"]
 

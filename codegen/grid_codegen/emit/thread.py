@@ -31,6 +31,7 @@ from grid_codegen.model import RobotModel
 from grid_codegen.registry import Algorithm, Dims
 from grid_codegen.symbolic import algorithms as A
 from grid_codegen.symbolic import centroidal as C
+from grid_codegen.symbolic import frames as F
 from grid_codegen.symbolic.emit import RUNTIME, Array, ItemBuilder, PassLibrary
 
 
@@ -241,6 +242,11 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                        "[dtau/dq | dtau/dqd] at qdd = FD: RNEA's derivatives and the "
                        "product, column by column", dqdd,
                        [X, ports["qd"], solved, ports["f_ext"]], out, nv, 2 * nv, max_ops)
+    elif name == "fk_batched":
+        frame = ee_frames[0]
+        kb.call("fk_batched", "Position and quaternion of the first end-effector frame.",
+                lambda x, q: F.frame_position_quaternion(model, frame, unX(x), q),
+                [X, ports["q"]], out)
     elif name in CENTROIDAL_PASSES:
         doc, fn, port_names = CENTROIDAL_PASSES[name]
         plan.dynamics_call(kb, name, doc,

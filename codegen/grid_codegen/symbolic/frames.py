@@ -1,0 +1,110 @@
+"""Frame poses as position and unit quaternion, traced without branches.
+
+A rotation matrix has no branch-free quaternion (the stable conversion picks the largest
+diagonal term), so the quaternion is composed along the kinematic chain instead: each
+joint contributes its constant origin rotation (converted here, in float64, once) times
+its motion (`[axis sin(q/2), cos(q/2)]` for a revolute joint, the normalised input for a
+free flyer). The result is a unit quaternion whose sign follows the chain continuously
+(`q` and `-q` are the same rotation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from grid_codegen.model import Frame, Joint, JointType, RobotModel
+from grid_codegen.symbolic import algorithms as A
+from grid_codegen.symbolic.dual import cos, sin, sqrt
+
+Quat = list  # [x, y, z, w]
+
+
+def rotation_quaternion(R: np.ndarray) -> Quat:
+    """`[x, y, z, w]` of a constant rotation (Shepperd's method: the largest of the four
+    squared components is taken by a square root, the others by division)."""
+    R = np.asarray(R, dtype=np.float64)
+    t = np.trace(R)
+    squares = [1.0 + t, 1.0 + 2 * R[0, 0] - t, 1.0 + 2 * R[1, 1] - t, 1.0 + 2 * R[2, 2] - t]
+    k = int(np.argmax(squares))
+    s = 2.0 * np.sqrt(squares[k])
+    if k == 0:
+        q = [(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, s / 4]
+    elif k == 1:
+        q = [s / 4, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s, (R[2, 1] - R[1, 2]) / s]
+    elif k == 2:
+        q = [(R[0, 1] + R[1, 0]) / s, s / 4, (R[1, 2] + R[2, 1]) / s, (R[0, 2] - R[2, 0]) / s]
+    else:
+        q = [(R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, s / 4, (R[1, 0] - R[0, 1]) / s]
+    return [_clean(x) for x in q]
+
+
+def _clean(x: float) -> float:
+    x = float(x)
+    if abs(x) < 1e-15:
+        return 0.0
+    if abs(abs(x) - 1.0) < 1e-15:
+        return 1.0 if x > 0 else -1.0
+    return x
+
+
+def multiply(a: Sequence, b: Sequence) -> Quat:
+    """The Hamilton product `a b` of `[x, y, z, w]` quaternions."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return [aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz]
+
+
+def _is_identity(q: Sequence) -> bool:
+    return all(isinstance(x, float) for x in q) and list(q) == [0.0, 0.0, 0.0, 1.0]
+
+
+def _product(a: Sequence, b: Sequence) -> Quat:
+    if _is_identity(a):
+        return list(b)
+    if _is_identity(b):
+        return list(a)
+    return multiply(a, b)
+
+
+def joint_quaternion(joint: Joint, q: Sequence) -> Quat:
+    """The rotation of `liMi(q)` (see `algorithms.joint_transform`) as a quaternion."""
+    origin = rotation_quaternion(joint.placement.R)
+    if joint.type is JointType.REVOLUTE:
+        half = q[0] * 0.5
+        s = sin(half)
+        motion = [float(joint.axis[0]) * s, float(joint.axis[1]) * s,
+                  float(joint.axis[2]) * s, cos(half)]
+        return _product(origin, [x for x in motion])
+    if joint.type is JointType.PRISMATIC:
+        return origin
+    if joint.type is JointType.FREE_FLYER:
+        quat = q[3:7]
+        n = 1.0 / sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2]
+                       + quat[3] * quat[3])
+        return _product(origin, [c * n for c in quat])
+    raise NotImplementedError(f"joint type {joint.type}")  # pragma: no cover
+
+
+def world_quaternions(model: RobotModel, q: Sequence) -> list[Quat]:
+    out: list[Quat] = []
+    for joint in model.joints:
+        local = joint_quaternion(joint, q[joint.idx_q:joint.idx_q + joint.nq])
+        out.append(local if joint.parent < 0 else _product(out[joint.parent], local))
+    return out
+
+
+def frame_position_quaternion(model: RobotModel, frame: Frame, X: list, q: Sequence
+                              ) -> list:
+    """`[x, y, z, qw, qx, qy, qz]` of `frame` in the world."""
+    _, p = A.frame_pose(frame, A.world_poses(model, X))
+    placed = rotation_quaternion(frame.placement.R)
+    if frame.body < 0:
+        quat = placed
+    else:
+        quat = _product(world_quaternions(model, q)[frame.body], placed)
+    return list(p) + [quat[3], quat[0], quat[1], quat[2]]
