@@ -192,6 +192,10 @@ ALGORITHMS: tuple[Algorithm, ...] = (
               "[x, y, z, qw, qx, qy, qz] of the first end-effector frame in the world (the "
               "quaternion composed along the chain: unit, its sign continuous in q).",
               (Q,), (Dim("one", 7),), False, profile="kinematics"),
+    Algorithm("end_effector_pose_hessian",
+              "d2(end-effector [xyz, rpy])/d eps_i d eps_j along the chart q (+) eps "
+              "(symmetric; the free flyer moves by the exponential of its local twist).",
+              (Q,), (NEE6, NV, NV), False, profile="kinematics"),
 )
 
 BY_NAME: dict[str, Algorithm] = {a.name: a for a in ALGORITHMS}

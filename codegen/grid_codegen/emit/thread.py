@@ -247,6 +247,10 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
         kb.call("fk_batched", "Position and quaternion of the first end-effector frame.",
                 lambda x, q: F.frame_position_quaternion(model, frame, unX(x), q),
                 [X, ports["q"]], out)
+    elif name == "end_effector_pose_hessian":
+        kb.call("end_effector_pose_hessian", "Second derivatives of the end-effector "
+                "coordinates (hyper-dual tangents through the chart).",
+                lambda x: F.end_effector_pose_hessian(model, ee_frames, unX(x)), [X], out)
     elif name in CENTROIDAL_PASSES:
         doc, fn, port_names = CENTROIDAL_PASSES[name]
         plan.dynamics_call(kb, name, doc,

@@ -62,6 +62,11 @@ class Dual:
         raise TypeError("a traced value has no truth value at generation time")
 
 
+def _is_zero(x: object) -> bool:
+    """An exact zero (a nested dual, as used for second derivatives, never is)."""
+    return not isinstance(x, Dual) and G.is_zero(x)
+
+
 def _lift(x: object) -> Dual:
     return x if isinstance(x, Dual) else Dual(x)
 
@@ -73,7 +78,7 @@ def _merge(a: dict, b: dict, sign: float = 1.0) -> dict:
     for k, t in b.items():
         if k in out:
             s = out[k] + t if sign > 0 else out[k] - t
-            if G.is_zero(s):
+            if _is_zero(s):
                 del out[k]
             else:
                 out[k] = s
@@ -92,12 +97,12 @@ def _neg(a: Dual) -> Dual:
 
 
 def _scale(d: dict, s: object) -> dict:
-    if G.is_zero(s):
+    if _is_zero(s):
         return {}
     out = {}
     for k, t in d.items():
         p = t * s
-        if not G.is_zero(p):
+        if not _is_zero(p):
             out[k] = p
     return out
 
@@ -107,11 +112,11 @@ def _mul(a: object, b: object) -> Dual:
     d = _scale(a.d, b.v)
     for k, t in b.d.items():
         p = a.v * t
-        if G.is_zero(p):
+        if _is_zero(p):
             continue
         if k in d:
             s = d[k] + p
-            if G.is_zero(s):
+            if _is_zero(s):
                 del d[k]
             else:
                 d[k] = s
@@ -179,6 +184,18 @@ def tangent(x: object, direction: int) -> object:
     if isinstance(x, Dual):
         return x.d.get(direction, 0.0)
     return 0.0
+
+
+def second_order_seed(direction: int) -> Dual:
+    """The tangent coordinate `eps_direction` as a nested dual: perturbed along
+    `direction` at both levels, so that `hessian_entry(f, i, j)` is `d2 f / d eps_i
+    d eps_j` (a hyper-dual number: `eps1 eps2` terms are kept, `eps1^2`, `eps2^2` not)."""
+    return Dual(Dual(0.0, {direction: 1.0}), {direction: 1.0})
+
+
+def hessian_entry(x: object, i: int, j: int) -> object:
+    """`d2 x / d eps_i d eps_j` of a nested dual (0.0 when it does not depend on both)."""
+    return tangent(tangent(x, i), j)
 
 
 def seed(value: object, direction: int) -> Dual:

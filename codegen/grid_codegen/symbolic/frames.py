@@ -16,7 +16,8 @@ import numpy as np
 
 from grid_codegen.model import Frame, Joint, JointType, RobotModel
 from grid_codegen.symbolic import algorithms as A
-from grid_codegen.symbolic.dual import cos, sin, sqrt
+from grid_codegen.symbolic import spatial as sp
+from grid_codegen.symbolic.dual import cos, hessian_entry, second_order_seed, sin, sqrt
 
 Quat = list  # [x, y, z, w]
 
@@ -108,3 +109,62 @@ def frame_position_quaternion(model: RobotModel, frame: Frame, X: list, q: Seque
     else:
         quat = _product(world_quaternions(model, q)[frame.body], placed)
     return list(p) + [quat[3], quat[0], quat[1], quat[2]]
+
+
+# -- second derivatives along the chart ---------------------------------------------------
+def _axis_rotation(axis: np.ndarray, angle: object) -> list:
+    """Rodrigues: `1 + sin(a) K + (1 - cos(a)) K^2` for the unit `axis`."""
+    K = [0.0, -float(axis[2]), float(axis[1]), float(axis[2]), 0.0, -float(axis[0]),
+         -float(axis[1]), float(axis[0]), 0.0]
+    K2 = sp.matmul3(K, K)
+    s, c = sin(angle), cos(angle)
+    eye = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    return [eye[k] + s * K[k] + (1.0 - c) * K2[k] for k in range(9)]
+
+
+def _exp_second_order(lin: Sequence, ang: Sequence) -> sp.Placement:
+    """`exp([lin; ang]^)` in SE(3) to second order: `R = 1 + W + W^2/2`,
+    `p = lin + W lin / 2` (`W = [ang]`); exact for hyper-dual tangents, whose third powers
+    vanish."""
+    W = [0.0, -ang[2], ang[1], ang[2], 0.0, -ang[0], -ang[1], ang[0], 0.0]
+    W2 = sp.matmul3(W, W)
+    eye = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    Wl = sp.rot(W, lin)
+    return [eye[k] + W[k] + 0.5 * W2[k] for k in range(9)], \
+        [lin[k] + 0.5 * Wl[k] for k in range(3)]
+
+
+def move_along_chart(model: RobotModel, X: list, delta: Sequence) -> list:
+    """`X_i(q (+) delta)` exactly to second order: a revolute joint turns by its `delta`,
+    a prismatic one slides, a free flyer moves by the exponential of its local twist
+    (Pinocchio's `integrate`)."""
+    out = []
+    for joint, Xi in zip(model.joints, X, strict=True):
+        d = delta[joint.idx_v:joint.idx_v + joint.nv]
+        if joint.type is JointType.REVOLUTE:
+            step = (_axis_rotation(joint.axis, d[0]), [0.0, 0.0, 0.0])
+        elif joint.type is JointType.PRISMATIC:
+            step = ([1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+                    [float(a) * d[0] for a in joint.axis])
+        elif joint.type is JointType.FREE_FLYER:
+            step = _exp_second_order(d[:3], d[3:])
+        else:  # pragma: no cover
+            raise NotImplementedError(f"joint type {joint.type}")
+        out.append(sp.compose(Xi, step))
+    return out
+
+
+def end_effector_pose_hessian(model: RobotModel, frames: Sequence[Frame], X: list) -> list:
+    """`H[k, i, j] = d2 f_k(q (+) eps) / d eps_i d eps_j` at `eps = 0` (flat, `6 * len(frames)
+    * nv * nv`), `f` the `[xyz, rpy]` coordinates of `end_effector_pose`: hyper-dual
+    tangents through the chart. The upper triangle is traced and mirrored (symmetric)."""
+    nv = model.nv
+    moved = move_along_chart(model, X, [second_order_seed(k) for k in range(nv)])
+    out: list = []
+    for y in A.end_effector_pose(model, frames, moved):
+        H = [[0.0] * nv for _ in range(nv)]
+        for i in range(nv):
+            for j in range(i, nv):
+                H[i][j] = H[j][i] = hessian_entry(y, i, j)
+        out += [v for row in H for v in row]
+    return out
