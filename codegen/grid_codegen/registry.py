@@ -21,6 +21,7 @@ _DIM_LABELS = {
     "nv": "tangent width nv",
     "nb": "body count nb",
     "num_ees": "end-effector count num_ees",
+    "world_kinematics": "world-kinematics width 18*nb + 6*nv",
 }
 
 
@@ -37,6 +38,12 @@ class Dims:
     def one(self) -> int:
         """The unit, for constant widths (`Dim("one", 3)` is 3)."""
         return 1
+
+    @property
+    def world_kinematics(self) -> int:
+        """The width of `world_kinematics`: R (9) and p (3) and a twist (6) per body, and
+        a world motion-subspace column (6) per dof."""
+        return 18 * self.nb + 6 * self.nv
 
 
 @dataclass(frozen=True)
@@ -192,6 +199,14 @@ ALGORITHMS: tuple[Algorithm, ...] = (
               "[x, y, z, qw, qx, qy, qz] of the first end-effector frame in the world (the "
               "quaternion composed along the chain: unit, its sign continuous in q).",
               (Q,), (Dim("one", 7),), False, profile="kinematics"),
+    Algorithm("world_kinematics",
+              "Every body's world rotation and position, the world motion-subspace columns "
+              "(spatial, about the world origin) and every body's world twist (zero "
+              "without qd): what frame Jacobians of any frame are assembled from.",
+              (Q, Port("qd", NV, False, "tangent velocity; None means zero (no twists)")),
+              (Dim("world_kinematics"),), False, profile="kinematics",
+              parts=(("rotations", (Dim("nb"), C3, C3)), ("positions", (Dim("nb"), C3)),
+                     ("motion_subspace", (C6, NV)), ("body_twists", (Dim("nb"), C6)))),
     Algorithm("end_effector_pose_hessian",
               "d2(end-effector [xyz, rpy])/d eps_i d eps_j along the chart q (+) eps "
               "(symmetric; the free flyer moves by the exponential of its local twist).",

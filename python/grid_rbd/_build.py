@@ -195,6 +195,13 @@ def _names(model: Any, ee_frames: tuple[Any, ...]) -> dict[str, Any]:
         "joint_names": list(model.joint_names),
         "body_names": list(model.body_names),
         "ee_frames": [{"name": f.name, "kind": f.kind, "body": int(f.body)} for f in ee_frames],
+        # What the handles' frame lookups need (grid_rbd._frames): every link and fixed
+        # joint with its placement in its body, and the tree's parents and dof ranges.
+        "frames": [{"name": f.name, "kind": f.kind, "body": int(f.body),
+                    "R": [float(x) for x in f.placement.R.reshape(9)],
+                    "p": [float(x) for x in f.placement.p]} for f in model.frames],
+        "tree": [{"parent": int(j.parent), "idx_v": int(j.idx_v), "nv": int(j.nv)}
+                 for j in model.joints],
     }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from grid_rbd._frames import FrameMethods
 from grid_rbd._handle import RobotHandle
 from grid_rbd._methods import BY_NAME, Method
 from grid_rbd._parameters import ParameterOperands
@@ -25,7 +26,7 @@ from grid_rbd._parameters import ParameterOperands
 STAMP_BYTES = 8
 
 
-class FrameworkHandle(ParameterOperands):
+class FrameworkHandle(ParameterOperands, FrameMethods):
     """Base of `JaxRobotHandle` and `TorchRobotHandle` (see the module doc)."""
 
     def __init__(self, base: RobotHandle) -> None:
@@ -40,6 +41,9 @@ class FrameworkHandle(ParameterOperands):
         self._max_batch = base.max_batch_size
 
     # -- what the numpy handle knows ----------------------------------------------------
+    def _meta_dict(self) -> dict[str, Any]:
+        return self._base._meta
+
     @property
     def numpy(self) -> RobotHandle:
         """The numpy handle on the same artifact and context."""

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from grid_codegen.model import GRAVITY
+from grid_rbd._frames import FrameMethods
 from grid_rbd._methods import METHODS, Dims, Method, check_against_artifact, resolve
 from grid_rbd._parameters import ParameterSensitivities
 
@@ -76,7 +77,7 @@ def install_dispatch(artifact: Any, meta: dict[str, Any] | None) -> None:
             artifact.set_dispatch(algorithm, [(int(b), str(v)) for b, v in table])
 
 
-class RobotHandle(ParameterSensitivities):
+class RobotHandle(ParameterSensitivities, FrameMethods):
     """A compiled robot: batched algorithms on numpy arrays.
 
     Every algorithm method takes 2-D C-contiguous arrays of the handle dtype with the batch
@@ -157,6 +158,9 @@ class RobotHandle(ParameterSensitivities):
     def body_names(self) -> tuple[str, ...]:
         """Bodies (URDF links) in f_ext order; () without meta.json."""
         return tuple(self._meta.get("body_names", ()))
+
+    def _meta_dict(self) -> dict[str, Any]:
+        return self._meta
 
     @property
     def ee_names(self) -> tuple[str, ...]:

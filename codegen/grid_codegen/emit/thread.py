@@ -247,6 +247,9 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
         kb.call("fk_batched", "Position and quaternion of the first end-effector frame.",
                 lambda x, q: F.frame_position_quaternion(model, frame, unX(x), q),
                 [X, ports["q"]], out)
+    elif name == "world_kinematics":
+        kb.call("world_kinematics", "World placements, motion subspace and body twists.",
+                lambda x, qd: F.world_kinematics(model, unX(x), qd), [X, ports["qd"]], out)
     elif name == "end_effector_pose_hessian":
         kb.call("end_effector_pose_hessian", "Second derivatives of the end-effector "
                 "coordinates (hyper-dual tangents through the chart).",

@@ -168,3 +168,21 @@ def end_effector_pose_hessian(model: RobotModel, frames: Sequence[Frame], X: lis
                 H[i][j] = H[j][i] = hessian_entry(y, i, j)
         out += [v for row in H for v in row]
     return out
+
+
+def world_kinematics(model: RobotModel, X: list, qd: Sequence) -> list:
+    """`[R_i (9, row-major) for every body, p_i (3) for every body, oS (6 x nv, row-major),
+    ov_i (6) for every body]`: world placements, the world motion subspace (twists about
+    the world origin, `[linear; angular]`) and the bodies' world twists `sum oS qd`."""
+    oX = A.world_poses(model, X)
+    columns = [sp.motion_to_parent(oX[i], column)
+               for i, joint in enumerate(model.joints) for column in A.subspace(joint)]
+    twists: list = []
+    for joint in model.joints:
+        own = [0.0] * 6
+        for d in range(joint.nv):
+            own = sp.add(own, sp.scale(columns[joint.idx_v + d], qd[joint.idx_v + d]))
+        twists.append(own if joint.parent < 0 else sp.add(twists[joint.parent], own))
+    out = [x for R, _ in oX for x in R] + [x for _, p in oX for x in p]
+    out += [columns[c][r] for r in range(6) for c in range(model.nv)]
+    return out + [x for v in twists for x in v]
