@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from grid_rbd._array_ops import ArrayOps as _Ops
+
 REFERENCE_FRAMES = ("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED")
 _KINDS = ("joint", "fixed_joint", "link")
 
@@ -114,54 +116,6 @@ def check_reference_frame(reference_frame: str) -> str:
         raise ValueError(f"reference_frame '{reference_frame}' is not one of "
                          f"{', '.join(REFERENCE_FRAMES)}")
     return rf
-
-
-# -- array operations on numpy, torch and jax alike ------------------------------------
-class _Ops:
-    def __init__(self, like: Any) -> None:
-        module = type(like).__module__
-        self.like = like
-        if module.startswith("torch"):
-            import torch
-            self.kind, self.m = "torch", torch
-        elif module.startswith(("jax", "jaxlib")):
-            import jax.numpy as jnp
-            self.kind, self.m = "jax", jnp
-        else:
-            self.kind, self.m = "numpy", np
-
-    def const(self, value: Any) -> Any:
-        if self.kind == "torch":
-            return self.m.as_tensor(np.asarray(value), dtype=self.like.dtype,
-                                    device=self.like.device)
-        return self.m.asarray(np.asarray(value), dtype=self.like.dtype)
-
-    def stack(self, xs: list, axis: int) -> Any:
-        return self.m.stack(xs, axis) if self.kind != "torch" else self.m.stack(xs, dim=axis)
-
-    def cat(self, xs: list, axis: int) -> Any:
-        if self.kind == "torch":
-            return self.m.cat(xs, dim=axis)
-        return self.m.concatenate(xs, axis=axis)
-
-    def atan2(self, y: Any, x: Any) -> Any:
-        return self.m.atan2(y, x) if self.kind == "torch" else self.m.arctan2(y, x)
-
-    def inv(self, a: Any) -> Any:
-        return self.m.linalg.inv(a)
-
-    def swap(self, a: Any) -> Any:
-        return self.m.swapaxes(a, -1, -2) if self.kind != "torch" else a.transpose(-1, -2)
-
-    def cross(self, a: Any, b: Any, axis: int) -> Any:
-        """`a × b` along `axis` (length 3), broadcasting the others."""
-        def part(x, k):
-            index = [slice(None)] * x.ndim
-            index[axis] = k
-            return x[tuple(index)]
-        a0, a1, a2 = (part(a, k) for k in range(3))
-        b0, b1, b2 = (part(b, k) for k in range(3))
-        return self.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis)
 
 
 # -- the assembly -------------------------------------------------------------------------
@@ -317,7 +271,9 @@ class FrameMethods:
         if single:
             q = q[None]
             qd = None if qd is None else qd[None]
-        return self.world_kinematics(q, qd), single
+        ops = _Ops(q)
+        return self.world_kinematics(ops.contiguous(q),
+                                     None if qd is None else ops.contiguous(qd)), single
 
     def frame_jacobian(self, q: Any, frame: Any, reference_frame: str = "LOCAL_WORLD_ALIGNED"
                        ) -> Any:

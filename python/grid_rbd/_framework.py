@@ -21,12 +21,13 @@ from grid_rbd._frames import FrameMethods
 from grid_rbd._handle import RobotHandle
 from grid_rbd._methods import BY_NAME, Method
 from grid_rbd._parameters import ParameterOperands
+from grid_rbd._plant import PlantMethods
 
 #: Bytes of a model-version stamp (a uint64 the forward writes on its stream).
 STAMP_BYTES = 8
 
 
-class FrameworkHandle(ParameterOperands, FrameMethods):
+class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods):
     """Base of `JaxRobotHandle` and `TorchRobotHandle` (see the module doc)."""
 
     def __init__(self, base: RobotHandle) -> None:

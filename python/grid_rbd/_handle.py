@@ -32,6 +32,7 @@ from grid_codegen.model import GRAVITY
 from grid_rbd._frames import FrameMethods
 from grid_rbd._methods import METHODS, Dims, Method, check_against_artifact, resolve
 from grid_rbd._parameters import ParameterSensitivities
+from grid_rbd._plant import PlantMethods
 
 _MISSING = object()
 _ARTIFACTS: dict[str, Any] = {}
@@ -77,7 +78,7 @@ def install_dispatch(artifact: Any, meta: dict[str, Any] | None) -> None:
             artifact.set_dispatch(algorithm, [(int(b), str(v)) for b, v in table])
 
 
-class RobotHandle(ParameterSensitivities, FrameMethods):
+class RobotHandle(ParameterSensitivities, FrameMethods, PlantMethods):
     """A compiled robot: batched algorithms on numpy arrays.
 
     Every algorithm method takes 2-D C-contiguous arrays of the handle dtype with the batch

@@ -45,6 +45,10 @@ class ParameterSensitivities:
     def _stop_gradient(self, x: Any) -> Any:
         return x
 
+    def _as_array(self, x: Any) -> Any:
+        """An input of a composed method as this handle's array type (numpy: as is)."""
+        return x
+
     def _needs_gradient(self, x: Any) -> bool:
         """Whether a cotangent may be asked of `x` (torch: only when it requires grad)."""
         return True

@@ -45,6 +45,9 @@ class JaxRobotHandle(FrameworkHandle):
     def _stop_gradient(self, x: Any) -> Any:
         return None if x is None else jax.lax.stop_gradient(x)
 
+    def _as_array(self, x: Any) -> Any:
+        return None if x is None else jnp.asarray(x)
+
     def __init__(self, base: RobotHandle, command_buffers: bool = False) -> None:
         super().__init__(base)
         ensure_registered(store_root_of(base.path))  # the handler lives in the same store

@@ -62,3 +62,118 @@ def integrate(model: RobotModel, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
         new *= np.where(np.sum(new * quat, axis=1, keepdims=True) < 0.0, -1.0, 1.0)
         out[:, iq + 3:iq + 7] = new
     return out
+
+
+# -- the free flyer's SE(3) chart: difference and the Jacobians of integrate --------------
+def _se3_coefficients(theta: np.ndarray) -> tuple[np.ndarray, ...]:
+    """`(1 - cos t)/t^2, (t - sin t)/t^3, (t^2 + 2 cos t - 2)/(2 t^4),
+    (2 t - 3 sin t + t cos t)/(2 t^5)` with their Taylor series near 0."""
+    small = theta < 1e-2
+    t = np.where(small, 1.0, theta)
+    t2 = theta * theta
+    b = np.where(small, 0.5 - t2 / 24.0, (1.0 - np.cos(t)) / t**2)
+    c = np.where(small, 1.0 / 6.0 - t2 / 120.0, (t - np.sin(t)) / t**3)
+    d = np.where(small, 1.0 / 24.0 - t2 / 720.0, (t * t + 2 * np.cos(t) - 2) / (2 * t**4))
+    e = np.where(small, 1.0 / 120.0 - t2 / 2520.0,
+                 (2 * t - 3 * np.sin(t) + t * np.cos(t)) / (2 * t**5))
+    return b, c, d, e
+
+
+def se3_left_jacobian(v: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """`(B, 6, 6)`: the left Jacobian of `exp` on SE(3) at the twist `[v; w]`:
+    `[[J3, Q], [0, J3]]`, `J3 = 1 + b [w] + c [w]^2` and `Q` the coupling block (Barfoot's
+    form). The right Jacobian is the left one at `-[v; w]`."""
+    theta = np.linalg.norm(w, axis=1)
+    b, c, d, e = (x[:, None, None] for x in _se3_coefficients(theta))
+    W, P = spatial.skew(w), spatial.skew(v)
+    J3 = np.eye(3) + b * W + c * (W @ W)
+    WP, PW, WPW = W @ P, P @ W, W @ P @ W
+    Q = (0.5 * P + c * (WP + PW + WPW) + d * (W @ WP + PW @ W - 3 * WPW)
+         + e * (WPW @ W + W @ WPW))
+    out = np.zeros((len(v), 6, 6))
+    out[:, :3, :3] = out[:, 3:, 3:] = J3
+    out[:, :3, 3:] = Q
+    return out
+
+
+def se3_exp(v: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`(R, p)` of `exp([v; w])`."""
+    theta = np.linalg.norm(w, axis=1)
+    b, c, _, _ = (x[:, None, None] for x in _se3_coefficients(theta))
+    W = spatial.skew(w)
+    a = np.where(theta < 1e-2, 1.0 - theta**2 / 6.0,
+                 np.sin(np.where(theta < 1e-2, 1.0, theta)) / np.where(theta < 1e-2, 1.0,
+                                                                         theta))
+    R = np.eye(3) + a[:, None, None] * W + b * (W @ W)
+    V = np.eye(3) + b * W + c * (W @ W)
+    return R, (V @ v[:, :, None])[:, :, 0]
+
+
+def _adjoint_inverse(R: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """`Ad((R, p))^-1` on `[linear; angular]` twists."""
+    RT = np.swapaxes(R, 1, 2)
+    out = np.zeros((len(R), 6, 6))
+    out[:, :3, :3] = out[:, 3:, 3:] = RT
+    out[:, :3, 3:] = -RT @ spatial.skew(p)
+    return out
+
+
+def integrate_jacobians(model: RobotModel, q: np.ndarray, dq: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """`(d(q (+) dq)/dq, d(q (+) dq)/d dq)`, each `(B, nv, nv)` in the tangent spaces
+    (Pinocchio's `dIntegrate` ARG0, ARG1): the identity on scalar joints; on the free
+    flyer `Ad(exp(dq))^-1` and the right Jacobian of `exp` at `dq`."""
+    q, dq = np.atleast_2d(q), np.atleast_2d(dq)
+    batch = len(q)
+    d_q = np.broadcast_to(np.eye(model.nv), (batch, model.nv, model.nv)).copy()
+    d_v = d_q.copy()
+    for joint in model.joints:
+        if joint.type is JointType.FREE_FLYER:
+            iv = joint.idx_v
+            v, w = dq[:, iv:iv + 3], dq[:, iv + 3:iv + 6]
+            R, p = se3_exp(v, w)
+            d_q[:, iv:iv + 6, iv:iv + 6] = _adjoint_inverse(R, p)
+            d_v[:, iv:iv + 6, iv:iv + 6] = se3_left_jacobian(-v, -w)
+    return d_q, d_v
+
+
+def difference(model: RobotModel, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+    """`q1 (-) q0` `(B, nv)`: the tangent `dq` with `q0 (+) dq = q1` (Pinocchio's
+    `difference`; the free flyer's is `log(M0^-1 M1)`, its rotation of angle <= pi)."""
+    q0, q1 = np.atleast_2d(q0), np.atleast_2d(q1)
+    out = np.zeros((max(len(q0), len(q1)), model.nv))
+    for joint in model.joints:
+        iq, iv = joint.idx_q, joint.idx_v
+        if joint.type is not JointType.FREE_FLYER:
+            out[:, iv] = q1[:, iq] - q0[:, iq]
+            continue
+        quat0 = q0[:, iq + 3:iq + 7] / np.linalg.norm(q0[:, iq + 3:iq + 7], axis=1,
+                                                      keepdims=True)
+        quat1 = q1[:, iq + 3:iq + 7] / np.linalg.norm(q1[:, iq + 3:iq + 7], axis=1,
+                                                      keepdims=True)
+        conj = np.concatenate([-quat0[:, :3], quat0[:, 3:]], axis=1)
+        rel = _quat_multiply(conj, quat1)
+        rel *= np.where(rel[:, 3:] < 0.0, -1.0, 1.0)
+        sin_half = np.linalg.norm(rel[:, :3], axis=1)
+        theta = 2.0 * np.arctan2(sin_half, rel[:, 3])
+        scale = np.where(sin_half < 1e-12, 2.0, theta / np.maximum(sin_half, 1e-300))
+        w = rel[:, :3] * scale[:, None]
+        R0 = spatial.quat_xyzw_to_matrix(quat0)
+        p = (np.swapaxes(R0, 1, 2) @ (q1[:, iq:iq + 3] - q0[:, iq:iq + 3])[:, :, None])[..., 0]
+        out[:, iv:iv + 6] = np.concatenate([np.linalg.solve(
+            se3_left_jacobian(np.zeros_like(w), w)[:, :3, :3], p[:, :, None])[..., 0], w], 1)
+    return out
+
+
+def difference_jacobian(model: RobotModel, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+    """`(B, nv, nv)`: `d (q1 (-) q0) / d q1` in q1's tangent (Pinocchio's `dDifference`
+    ARG1): the identity on scalar joints, the inverse right Jacobian of `exp` at the
+    difference on the free flyer."""
+    e = difference(model, q0, q1)
+    out = np.broadcast_to(np.eye(model.nv), (len(e), model.nv, model.nv)).copy()
+    for joint in model.joints:
+        if joint.type is JointType.FREE_FLYER:
+            iv = joint.idx_v
+            Jr = se3_left_jacobian(-e[:, iv:iv + 3], -e[:, iv + 3:iv + 6])
+            out[:, iv:iv + 6, iv:iv + 6] = np.linalg.inv(Jr)
+    return out

@@ -18,9 +18,10 @@ from grid_rbd.reference import rnea as _rnea
 from grid_rbd.reference.api_centroidal import CentroidalMixin
 from grid_rbd.reference.api_derivatives import DerivativesMixin
 from grid_rbd.reference.api_kinematics import KinematicsMixin
+from grid_rbd.reference.api_plant import PlantMixin
 
 
-class ReferenceRobot(DerivativesMixin, KinematicsMixin, CentroidalMixin):
+class ReferenceRobot(DerivativesMixin, KinematicsMixin, CentroidalMixin, PlantMixin):
     """The float64 numpy oracle for one robot model."""
 
     def __init__(self, model: RobotModel, ee_joint_names: list[str] | tuple[str, ...] | None

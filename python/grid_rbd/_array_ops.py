@@ -1,0 +1,82 @@
+"""The few array operations the composed methods need, on numpy, torch and jax alike.
+
+`ArrayOps(like)` picks the module of `like` (a numpy array, a torch tensor or a jax
+array) and makes constants with its dtype and device, so the frame and plant methods are
+written once for the three handles and run where the kernels' results already are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class ArrayOps:
+    def __init__(self, like: Any) -> None:
+        module = type(like).__module__
+        self.like = like
+        if module.startswith("torch"):
+            import torch
+            self.kind, self.m = "torch", torch
+        elif module.startswith(("jax", "jaxlib")):
+            import jax.numpy as jnp
+            self.kind, self.m = "jax", jnp
+        else:
+            self.kind, self.m = "numpy", np
+
+    def const(self, value: Any) -> Any:
+        if self.kind == "torch":
+            return self.m.as_tensor(np.asarray(value), dtype=self.like.dtype,
+                                    device=self.like.device)
+        return self.m.asarray(np.asarray(value), dtype=self.like.dtype)
+
+    def stack(self, xs: list, axis: int) -> Any:
+        return self.m.stack(xs, axis) if self.kind != "torch" else self.m.stack(xs, dim=axis)
+
+    def cat(self, xs: list, axis: int) -> Any:
+        if self.kind == "torch":
+            return self.m.cat(xs, dim=axis)
+        return self.m.concatenate(xs, axis=axis)
+
+    def atan2(self, y: Any, x: Any) -> Any:
+        return self.m.atan2(y, x) if self.kind == "torch" else self.m.arctan2(y, x)
+
+    def inv(self, a: Any) -> Any:
+        return self.m.linalg.inv(a)
+
+    def swap(self, a: Any) -> Any:
+        return self.m.swapaxes(a, -1, -2) if self.kind != "torch" else a.transpose(-1, -2)
+
+    def where(self, cond: Any, a: Any, b: Any) -> Any:
+        return self.m.where(cond, a, b)
+
+    def norm(self, x: Any) -> Any:
+        """The Euclidean norm over the last axis."""
+        return self.m.sqrt((x * x).sum(-1))
+
+    def part(self, x: Any, k: int, axis: int) -> Any:
+        index = [slice(None)] * x.ndim
+        index[axis] = k
+        return x[tuple(index)]
+
+    def cross(self, a: Any, b: Any, axis: int) -> Any:
+        """`a × b` along `axis` (length 3), broadcasting the others."""
+        a0, a1, a2 = (self.part(a, k, axis) for k in range(3))
+        b0, b1, b2 = (self.part(b, k, axis) for k in range(3))
+        return self.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis)
+
+    def skew(self, w: Any) -> Any:
+        """`(B, 3) -> (B, 3, 3)`: the matrix of `w × .`."""
+        x, y, z = w[:, 0], w[:, 1], w[:, 2]
+        zero = 0 * x
+        return self.stack([self.stack([zero, -z, y], 1), self.stack([z, zero, -x], 1),
+                           self.stack([-y, x, zero], 1)], 1)
+
+    def contiguous(self, x: Any) -> Any:
+        """What a kernel call takes: numpy's methods want C-contiguous arrays (torch and
+        jax read any layout)."""
+        return np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x
+
+    def eye(self, n: int) -> Any:
+        return self.const(np.eye(n))

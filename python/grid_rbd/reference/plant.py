@@ -1,0 +1,81 @@
+"""The float64 plant step: the integrators of `grid_rbd._integrators` over the
+reference's chart (`configuration`: integrate and its Jacobians, checked against
+Pinocchio's `integrate` / `dIntegrate`) and its dynamics, and the step's Hessian.
+
+The Hessian `(B, 2nv, 3nv, 3nv)` (euler and semi-implicit euler, fixed base) is made of
+the second derivatives of the forward dynamics (`fdsva_so`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from grid_codegen.model import RobotModel
+from grid_rbd._integrators import INTEGRATORS, Stepper, check_step
+from grid_rbd.reference import configuration
+
+__all__ = ["INTEGRATORS", "NumpyChart", "Stepper", "check_step", "split", "step_hessian"]
+
+
+def split(model: RobotModel, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    if x.shape[1] != model.nq + model.nv:
+        raise ValueError(f"x has width {x.shape[1]}; the state [q, qd] of this robot has "
+                         f"nq + nv = {model.nq + model.nv}")
+    return x[:, :model.nq], x[:, model.nq:]
+
+
+class NumpyChart:
+    """The reference's configuration chart for `grid_rbd._integrators.Stepper`."""
+
+    def __init__(self, model: RobotModel) -> None:
+        self.model, self.nq, self.nv = model, model.nq, model.nv
+
+    def integrate(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        return configuration.integrate(self.model, q, dq)
+
+    def integrate_jacobians(self, q: np.ndarray, dq: np.ndarray):
+        return configuration.integrate_jacobians(self.model, q, dq)
+
+    def selector(self, like: np.ndarray, block: int) -> np.ndarray:
+        """`(nv, 3nv)`: the identity in column block `block` of `z = [dq, dqd, du]`."""
+        out = np.zeros((self.nv, 3 * self.nv))
+        out[:, block * self.nv:(block + 1) * self.nv] = np.eye(self.nv)
+        return out
+
+    def cat(self, xs: list, axis: int) -> np.ndarray:
+        return np.concatenate(xs, axis=axis)
+
+
+def step_hessian(model: RobotModel, x: np.ndarray, u: np.ndarray, dt: float, integrator: str,
+                 fdsva_so: Callable) -> np.ndarray:
+    """`(B, 2nv, 3nv, 3nv)`: `H[b, r, i, j] = d2 x'_r / dz_i dz_j`, `z = [q, qd, u]`
+    (euler and semi-implicit euler on a fixed base, where the chart is additive: the
+    second derivatives are those of the forward dynamics, `fdsva_so`, and `dM^-1/dq`)."""
+    dt = check_step(integrator, dt)
+    if integrator == "rk4":
+        raise ValueError("plant_step_hessian supports euler and semi_implicit_euler; "
+                         "rk4's Hessian is not provided")
+    if model.floating_base:
+        raise ValueError("plant_step_hessian is provided on a fixed base only (the "
+                         "floating base's second-order chart terms are not implemented)")
+    nv = model.nv
+    q, v = split(model, x)
+    u = np.atleast_2d(np.asarray(u, dtype=np.float64))
+    batch = len(q)
+    qq, vv, qv, dMinv = fdsva_so(q, v, u)
+    # Second derivatives of a(q, qd, u) over z (u enters linearly; M^-1 needs only q).
+    Ha = np.zeros((batch, nv, 3 * nv, 3 * nv))
+    Ha[:, :, :nv, :nv] = qq
+    Ha[:, :, nv:2 * nv, nv:2 * nv] = vv
+    Ha[:, :, :nv, nv:2 * nv] = qv
+    Ha[:, :, nv:2 * nv, :nv] = np.swapaxes(qv, 2, 3)
+    Ha[:, :, 2 * nv:, :nv] = dMinv  # dMinv[i, j, k] = d2 a_i / du_j dq_k
+    Ha[:, :, :nv, 2 * nv:] = np.swapaxes(dMinv, 2, 3)
+    H = np.zeros((batch, 2 * nv, 3 * nv, 3 * nv))
+    H[:, nv:] = dt * Ha  # qd' = qd + dt a
+    if integrator == "semi_implicit_euler":
+        H[:, :nv] = dt * dt * Ha  # q' = q + dt (qd + dt a); euler's q' is linear
+    return H

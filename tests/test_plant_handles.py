@@ -1,0 +1,176 @@
+"""The plant layer on the handles (issue 16, item 2): `plant_step`, `plant_step_gradient`,
+`integrator`, the costs and barriers on the numpy, torch and JAX handles of CPU builds,
+against the float64 reference (tests/test_reference_plant.py checks it against Pinocchio
+and finite differences), and the torch/JAX gradients of `plant_step` and `integrator`
+against the reference's Jacobian and finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import ROBOTS, random_states
+
+import grid_rbd
+import grid_rbd.reference as reference
+
+INTEGRATORS = ("euler", "semi_implicit_euler", "rk4")
+DYNAMICS = ["forward_dynamics", "forward_dynamics_gradient", "minv"]
+ALGORITHMS = {"iiwa14": DYNAMICS + ["world_kinematics"],
+              "go2": DYNAMICS + ["world_kinematics", "com", "ccrba", "dccrba"]}
+
+
+@pytest.fixture(scope="module")
+def handles(tmp_path_factory):
+    store = tmp_path_factory.mktemp("store")
+    out = {robot: grid_rbd.register_robot(
+        f"{robot}_plant", urdf_path=str(ROBOTS[robot].path),
+        floating_base=ROBOTS[robot].floating_base, dtype="float64",
+        algorithm_list=algorithms, device="cpu", cache_dir=store)
+        for robot, algorithms in ALGORITHMS.items()}
+    yield out
+    for h in out.values():
+        h.close()
+
+
+def _ref(robot):
+    return reference.load(ROBOTS[robot].path, floating_base=ROBOTS[robot].floating_base)
+
+
+def _state(ref, batch, seed):
+    s = random_states(ref.model, batch, seed=seed, max_velocity=2.0)
+    return np.concatenate([s.q, s.qd], axis=1), 0.1 * s.u
+
+
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+@pytest.mark.parametrize("robot", sorted(ALGORITHMS))
+def test_steps_and_gradients_match_the_reference(handles, robot, integrator):
+    h, ref = handles[robot], _ref(robot)
+    x, u = _state(ref, 5, seed=100)
+    np.testing.assert_allclose(h.plant_step(x, u, 0.01, integrator),
+                               ref.plant_step(x, u, 0.01, integrator), rtol=1e-11, atol=1e-11)
+    G = h.plant_step_gradient(x, u, 0.01, integrator)
+    np.testing.assert_allclose(G, ref.plant_step_gradient(x, u, 0.01, integrator),
+                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(h.plant_step(x[0], u[0], 0.01, integrator),
+                               h.plant_step(x, u, 0.01, integrator)[0], atol=1e-14)
+    several = h.integrator(x, u, 0.01, steps=3, integrator_type=integrator)
+    want = x
+    for _ in range(3):
+        want = ref.plant_step(want, u, 0.01, integrator)
+    np.testing.assert_allclose(several, want, rtol=1e-10, atol=1e-10)
+
+
+def test_costs_and_barriers_match_the_reference(handles):
+    h, ref = handles["go2"], _ref("go2")
+    nq, nv = ref.nq, ref.nv
+    x, u = _state(ref, 4, seed=101)
+    x_des, _ = _state(ref, 4, seed=102)
+    q, qd = x[:, :nq], x[:, nq:]
+    cases = [
+        ("quadratic_state_cost", (x, x_des, np.linspace(1.0, 2.0, 2 * nv)), {}),
+        ("quadratic_input_cost", (u, 0.5 * u, 0.3), {}),
+        ("ee_pos_cost", (q, np.zeros((4, 6)), np.arange(1.0, 7.0)),
+         {"frames": ["FL_foot", "RR_foot"]}),
+        ("com_cost", (q, np.ones((4, 3)), np.eye(3)), {}),
+        ("momentum_cost", (q, qd, np.full((4, 6), 0.1), 2.0), {}),
+    ]
+    for name, args, kwargs in cases:
+        got = getattr(h, name)(*args, **kwargs)
+        want = getattr(ref, name)(*args, **kwargs)
+        for g, w, what in zip(got, want, ("value", "grad", "hess"), strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10, err_msg=f"{name} {what}")
+    lower, upper = -np.ones(nv) * 20, np.ones(nv) * 20
+    for name in ("joint_position_barrier", "joint_velocity_barrier", "joint_torque_barrier"):
+        got = getattr(h, name)(qd, lower, upper, 0.1)
+        want = getattr(ref, name)(qd, lower, upper, 0.1)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+    with pytest.raises(ValueError, match="lower < upper"):
+        h.joint_velocity_barrier(qd, upper, lower, 0.1)
+    with pytest.raises(ValueError, match="integrator_type 'rk45'"):
+        h.plant_step(x, u, 0.01, "rk45")
+    with pytest.raises(ValueError, match="dt must be a positive"):
+        h.plant_step(x, u, -0.01)
+    with pytest.raises(ValueError, match="Q has shape"):
+        h.quadratic_state_cost(x, x_des, np.ones(3))
+
+
+def test_missing_kernels_are_named(tmp_path):
+    h = grid_rbd.register_robot("iiwa14_fd_only", urdf_path=str(ROBOTS["iiwa14"].path),
+                                dtype="float64", algorithm_list=["forward_dynamics"],
+                                device="cpu", cache_dir=tmp_path)
+    x, u = _state(_ref("iiwa14"), 1, seed=103)
+    h.plant_step(x, u, 0.01)  # the step needs forward dynamics only
+    with pytest.raises(RuntimeError, match="lacks forward_dynamics_gradient, minv"):
+        h.plant_step_gradient(x, u, 0.01)
+    h.close()
+
+
+def test_torch_plant_step_is_differentiable(handles):
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    from grid_rbd.torch import TorchRobotHandle
+    th, ref = TorchRobotHandle(handles["iiwa14"]), _ref("iiwa14")
+    x, u = _state(ref, 4, seed=104)
+    w = np.random.default_rng(105).standard_normal((4, 2 * ref.nv))
+    for integrator in INTEGRATORS:
+        xt = torch.from_numpy(x).requires_grad_(True)
+        ut = torch.from_numpy(u).requires_grad_(True)
+        (th.plant_step(xt, ut, 0.01, integrator) * torch.from_numpy(w)).sum().backward()
+        G = ref.plant_step_gradient(x, u, 0.01, integrator)  # fixed base: tangent = ambient
+        ct = np.einsum("bi,bij->bj", w, G)
+        np.testing.assert_allclose(xt.grad.numpy(), ct[:, :2 * ref.nv], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(ut.grad.numpy(), ct[:, 2 * ref.nv:], rtol=1e-9, atol=1e-9)
+    G = th.plant_step_gradient(torch.from_numpy(x), torch.from_numpy(u), 0.01)
+    np.testing.assert_allclose(G.numpy(), ref.plant_step_gradient(x, u, 0.01), atol=1e-10)
+
+
+def test_torch_integrator_on_a_floating_base_against_finite_differences(handles):
+    """The floating base's gradient flows through the quaternion in q's own layout: the
+    autograd result against central differences of the same function in those
+    coordinates."""
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    from grid_rbd.torch import TorchRobotHandle
+    th, ref = TorchRobotHandle(handles["go2"]), _ref("go2")
+    x, u = _state(ref, 2, seed=106)
+    w = torch.from_numpy(np.random.default_rng(107).standard_normal((2, ref.nq + ref.nv)))
+
+    def loss(xx, uu):
+        return (th.integrator(xx, uu, 0.01, steps=2, integrator_type="semi_implicit_euler")
+                * w).sum()
+
+    xt = torch.from_numpy(x).requires_grad_(True)
+    ut = torch.from_numpy(u).requires_grad_(True)
+    loss(xt, ut).backward()
+    h = 1e-6
+    with torch.no_grad():
+        for k in list(range(0, ref.nq + ref.nv, 3)):
+            e = torch.zeros_like(xt)
+            e[:, k] = h
+            fd = (loss(torch.from_numpy(x) + e, torch.from_numpy(u))
+                  - loss(torch.from_numpy(x) - e, torch.from_numpy(u))) / (2 * h)
+            assert abs(float(xt.grad[:, k].sum()) - float(fd)) <= 1e-5 * (1 + abs(float(fd)))
+        for k in range(0, ref.nv, 4):
+            e = torch.zeros_like(ut)
+            e[:, k] = h
+            fd = (loss(torch.from_numpy(x), torch.from_numpy(u) + e)
+                  - loss(torch.from_numpy(x), torch.from_numpy(u) - e)) / (2 * h)
+            assert abs(float(ut.grad[:, k].sum()) - float(fd)) <= 1e-5 * (1 + abs(float(fd)))
+
+
+def test_jax_plant_step_gradient_and_costs(handles):
+    jax = pytest.importorskip("jax", reason="jax is not installed")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    from grid_rbd.jax import JaxRobotHandle
+    jh, ref = JaxRobotHandle(handles["iiwa14"]), _ref("iiwa14")
+    x, u = _state(ref, 3, seed=108)
+    w = jnp.asarray(np.random.default_rng(109).standard_normal((3, 2 * ref.nv)))
+    g_u = jax.jit(jax.grad(lambda uu: jnp.sum(w * jh.plant_step(x, uu, 0.01, "rk4"))))(u)
+    G = ref.plant_step_gradient(x, u, 0.01, "rk4")
+    np.testing.assert_allclose(np.asarray(g_u),
+                               np.einsum("bi,bij->bj", np.asarray(w), G)[:, 2 * ref.nv:],
+                               rtol=1e-9, atol=1e-9)
+    value, grad, hess = jh.quadratic_state_cost(jnp.asarray(x), jnp.asarray(x[::-1]), 1.0)
+    want = ref.quadratic_state_cost(x, x[::-1], 1.0)
+    np.testing.assert_allclose(np.asarray(grad), want[1], atol=1e-12)
