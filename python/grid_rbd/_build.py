@@ -188,6 +188,26 @@ def build_identity(toolchain: Toolchain) -> dict[str, Any]:
     return json.loads(canonical_json(identity))
 
 
+def _contact_frames(model: Any, names: Any) -> list[str]:
+    """The contact frames as given, each a fixed joint or a link that moves."""
+    out = []
+    for name in names:
+        try:
+            frame = model.resolve_frame(name)
+        except KeyError as exc:
+            raise ValueError(f"contact_frames: {exc.args[0]}") from None
+        if frame.kind == "body" and name in model.joint_names:
+            raise ValueError(f"contact_frames: '{name}' is a moving joint; name the fixed "
+                             "joint or the link of the contact point")
+        if frame.body < 0:
+            raise ValueError(f"contact_frames: '{name}' is welded to the world; a contact "
+                             "frame must move with the robot")
+        out.append(str(name))
+    if len(set(out)) != len(out):
+        raise ValueError(f"contact_frames names a frame twice: {out}")
+    return out
+
+
 # -- the entry ----------------------------------------------------------------------------
 def _names(model: Any, ee_frames: tuple[Any, ...]) -> dict[str, Any]:
     return {
@@ -230,7 +250,8 @@ def _meta(model: Any, options: Any, names: dict[str, Any], toolchain: Toolchain,
 
 def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: bool,
                  options: Any, backend: str, cache_dir: str | os.PathLike | None = None,
-                 force_rebuild: bool = False) -> Registration:
+                 force_rebuild: bool = False, plant: dict[str, Any] | None = None
+                 ) -> Registration:
     """The store entry of (`urdf_bytes`, `options`, `floating_base`) for `backend`,
     built and published when needed; records `name` in the manifest.
 
@@ -244,7 +265,10 @@ def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: 
     store = Store(cache_root(cache_dir))
     toolchain = resolve_toolchain(backend)
     identity = build_identity(toolchain)
+    plant = dict(plant or {})
     key_options = {"codegen": options.to_dict(), "floating_base": bool(floating_base)}
+    if plant:  # contact frames, a tool: only keyed when asked for (other keys unchanged)
+        key_options["plant"] = plant
     ikey = input_key(urdf_bytes, key_options, __version__, identity)
     urdf = {"urdf_sha256": sha256_bytes(urdf_bytes), "urdf_source": urdf_source}
 
@@ -270,13 +294,13 @@ def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: 
             if entry is not None:
                 return done(entry, "hit", waited)
         return _build(store, name, urdf_bytes, urdf_source, floating_base, options,
-                      toolchain, identity, ikey, urdf, force_rebuild, waited, done)
+                      toolchain, identity, ikey, urdf, force_rebuild, waited, done, plant)
 
 
 def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
            floating_base: bool, options: Any, toolchain: Toolchain,
            identity: dict[str, Any], ikey: str, urdf: dict[str, str], force_rebuild: bool,
-           waited: bool, done: Any) -> Registration:
+           waited: bool, done: Any, plant: dict[str, Any]) -> Registration:
     from grid_codegen import parse_urdf
     from grid_codegen.compile import CompileError, compile_artifact
     from grid_codegen.generate import generate
@@ -289,9 +313,14 @@ def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
             ee_frames = model.end_effector_frames(options.ee_joint_names or None)
         except KeyError as exc:
             raise ValueError(f"ee_joint_names: {exc.args[0]}") from None
+        contacts = _contact_frames(model, plant.get("contact_frames", ()))
     with progress.phase("generate", f"{len(options.algorithms)} algorithms, {options.dtype}"):
         files = generate(model, options, units=True)
     names = _names(model, ee_frames)
+    if contacts:
+        names["contact_frames"] = contacts
+    if plant.get("enable_tool"):
+        names["enable_tool"] = True
     ckey = content_key(files, identity, names)
     try:
         existing = store.entry(ckey)

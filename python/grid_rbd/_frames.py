@@ -53,6 +53,7 @@ class FrameTable:
         self.frames = [(str(f["name"]), str(f["kind"]), int(f["body"]),
                         np.asarray(f["R"], np.float64).reshape(3, 3),
                         np.asarray(f["p"], np.float64)) for f in meta["frames"]]
+        self.extra: dict[str, FrameInfo] = {}  # frames added at run time ("tool_tip")
         self.dof_body = np.zeros(nv, dtype=np.int64)
         for body, (_, idx_v, n) in enumerate(self.tree):
             self.dof_body[idx_v:idx_v + n] = body
@@ -77,6 +78,8 @@ class FrameTable:
         if not isinstance(frame, str):
             raise TypeError(f"frame must be a frame name or a body index; got "
                             f"{type(frame).__name__}")
+        if frame in self.extra:
+            return self.extra[frame]
         kind, _, name = frame.partition(":")
         found = self._named(name, kind) if kind in _KINDS and name else []
         if not found:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from grid_rbd._contacts import ContactMethods
 from grid_rbd._frames import FrameMethods
 from grid_rbd._handle import RobotHandle
 from grid_rbd._methods import BY_NAME, Method
@@ -27,7 +28,7 @@ from grid_rbd._plant import PlantMethods
 STAMP_BYTES = 8
 
 
-class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods):
+class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods, ContactMethods):
     """Base of `JaxRobotHandle` and `TorchRobotHandle` (see the module doc)."""
 
     def __init__(self, base: RobotHandle) -> None:
@@ -44,6 +45,12 @@ class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods):
     # -- what the numpy handle knows ----------------------------------------------------
     def _meta_dict(self) -> dict[str, Any]:
         return self._base._meta
+
+    def _frame_table(self) -> Any:
+        return self._base._frame_table()  # one table: a tool's tip is seen by every view
+
+    def _tool_owner(self) -> Any:
+        return self._base
 
     @property
     def numpy(self) -> RobotHandle:

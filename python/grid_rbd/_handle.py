@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from grid_codegen.model import GRAVITY
+from grid_rbd._contacts import ContactMethods
 from grid_rbd._frames import FrameMethods
 from grid_rbd._methods import METHODS, Dims, Method, check_against_artifact, resolve
 from grid_rbd._parameters import ParameterSensitivities
@@ -78,7 +79,7 @@ def install_dispatch(artifact: Any, meta: dict[str, Any] | None) -> None:
             artifact.set_dispatch(algorithm, [(int(b), str(v)) for b, v in table])
 
 
-class RobotHandle(ParameterSensitivities, FrameMethods, PlantMethods):
+class RobotHandle(ParameterSensitivities, FrameMethods, PlantMethods, ContactMethods):
     """A compiled robot: batched algorithms on numpy arrays.
 
     Every algorithm method takes 2-D C-contiguous arrays of the handle dtype with the batch

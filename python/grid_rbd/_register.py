@@ -60,7 +60,9 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    algorithm_list: Sequence[str] | None = None,
                    runtime_inertia: bool = False, device: str = "auto",
                    backend: str = "numpy", cache_dir: str | os.PathLike | None = None,
-                   force_rebuild: bool = False, strategy: str = "auto") -> Any:
+                   force_rebuild: bool = False, strategy: str = "auto",
+                   contact_frames: Sequence[str] | None = None,
+                   enable_tool: bool = False) -> Any:
     """Compile (or find in the store) the artifact of a robot and return its handle.
 
     name: the name `get_robot(name)` finds it under later.
@@ -79,6 +81,11 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         (a `grid_rbd.torch.TorchRobotHandle`); all three share the store entry.
     cache_dir: the store root (default `$GRID_RBD_CACHE_DIR`, else ~/.cache/grid-rbd).
     force_rebuild: compile again and republish even when the store has the entry.
+    contact_frames: fixed-joint or link names whose frames are contact points: the handle
+        gains `contact_frames`, `contact_fext`, `contact_positions` and
+        `contact_jacobians` (docs/plant.md); part of the store key.
+    enable_tool: a welded tool or payload can be attached at run time (`attach_tool`);
+        implies runtime_inertia; part of the store key.
     strategy: how a batch item maps to the hardware: "auto" (default: the artifact carries
         the thread, warp and block variants that suit the robot, and each call runs the one
         fastest at its batch size, as measured on the GPU at registration or predicted by
@@ -115,10 +122,16 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         dtype_name = np.dtype(dtype).name
     except TypeError as exc:
         raise ValueError(f"dtype {dtype!r} is not a numpy dtype; use float32 or float64") from exc
-    if isinstance(ee_joint_names, str) or isinstance(algorithm_list, str):
-        raise ValueError("ee_joint_names and algorithm_list are lists of names, not a str")
+    if (isinstance(ee_joint_names, str) or isinstance(algorithm_list, str)
+            or isinstance(contact_frames, str)):
+        raise ValueError("ee_joint_names, algorithm_list and contact_frames are lists of "
+                         "names, not a str")
     for ee in ee_joint_names or ():
         check_name(ee, "ee_joint_names entry")
+    for frame in contact_frames or ():
+        check_name(frame, "contact_frames entry")
+    if enable_tool:
+        runtime_inertia = True  # a tool is composed into the run-time inertia table
     options = CodegenOptions(
         dtype=dtype_name, max_batch_size=max_batch_size,
         algorithms=(tuple(algorithm_list) if algorithm_list is not None
@@ -126,8 +139,14 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         ee_joint_names=tuple(ee_joint_names or ()), runtime_inertia=bool(runtime_inertia),
         strategy=strategy)
     target = resolve_device(device)
+    plant = {}
+    if contact_frames:
+        plant["contact_frames"] = [str(f) for f in contact_frames]
+    if enable_tool:
+        plant["enable_tool"] = True
     registration = ensure_entry(name, urdf_bytes, source, bool(floating_base), options,
-                                target, cache_dir=cache_dir, force_rebuild=force_rebuild)
+                                target, cache_dir=cache_dir, force_rebuild=force_rebuild,
+                                plant=plant)
     handle = RobotHandle._open(registration.so_path, name, registration)
     _check_descriptor(handle, registration.entry_dir, name)
     return with_backend(handle, backend)
