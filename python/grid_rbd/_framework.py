@@ -162,9 +162,16 @@ class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods, ContactMeth
                              f"{self.max_batch_size}; split the batch or register with a "
                              "larger max_batch_size")
 
+    @property
+    def _allow_fp64(self) -> bool:
+        return self._base._allow_fp64
+
+    allow_fp64 = property(lambda self: self._base.allow_fp64)
+
     def __repr__(self) -> str:
+        wide = " allow_fp64 (float64 in/out, float32 compute)" if self._allow_fp64 else ""
         return (f"<{type(self).__name__} {self.name!r} nq={self.nq} nv={self.nv} "
-                f"nb={self.nb} dtype={self.np_dtype} device={self.device!r} "
+                f"nb={self.nb} dtype={self.np_dtype}{wide} device={self.device!r} "
                 f"ctx_id={self.ctx_id:#x}{' closed' if self.closed else ''}>")
 
 

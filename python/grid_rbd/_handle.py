@@ -440,10 +440,20 @@ class RobotHandle(ParameterSensitivities, FrameMethods, PlantMethods, ContactMet
                              f"writes {expected}")
         return out
 
+    _allow_fp64 = False
+
+    @property
+    def allow_fp64(self) -> bool:
+        """Whether float64 inputs are accepted (computed in the artifact's float32, results
+        returned in float64): `register_robot(..., allow_fp64=True)`."""
+        return self._allow_fp64
+
     def __repr__(self) -> str:
         state = " closed" if self.closed else ""
+        wide = " allow_fp64 (float64 in/out, float32 compute)" if self._allow_fp64 else ""
         return (f"<RobotHandle {self._name!r} nq={self.nq} nv={self.nv} nb={self.nb} "
-                f"dtype={self._dtype} device={self.device!r} ctx_id={self._ctx_id:#x}{state}>")
+                f"dtype={self._dtype}{wide} device={self.device!r} "
+                f"ctx_id={self._ctx_id:#x}{state}>")
 
 
 def bind_arguments(method: Method, args: tuple, kwargs: dict[str, Any],
@@ -507,21 +517,69 @@ def shape_result(method: Method, result: Any, dims: Dims) -> Any:
     return tuple(out)
 
 
+def _cast(x: Any, dtype: str) -> Any:
+    """`x` (numpy, torch or jax) in the floating dtype named `dtype` (autograd-aware)."""
+    module = type(x).__module__
+    if module.startswith("torch"):
+        import torch
+        return x.to(getattr(torch, dtype))
+    return x.astype(dtype)
+
+
+def _is_float64(x: Any) -> bool:
+    return hasattr(x, "dtype") and str(x.dtype).endswith("float64")
+
+
+def _widened(self: Any, run: Any, args: tuple, kwargs: dict) -> Any:
+    """`allow_fp64`: float64 inputs computed in the handle's float32, the result (and an
+    `out=`) in float64."""
+    compute = str(self.np_dtype if hasattr(self, "np_dtype") else self.dtype)
+    out = kwargs.pop("out", None)
+    args = tuple(_cast(a, compute) if _is_float64(a) else a for a in args)
+    kwargs = {k: _cast(v, compute) if k != "gravity" and _is_float64(v) else v
+              for k, v in kwargs.items()}
+    result = run(self, *args, **kwargs)
+    wide = (tuple(_cast(r, "float64") for r in result) if isinstance(result, tuple)
+            else _cast(result, "float64"))
+    if out is None:
+        return wide
+    parts = wide if isinstance(wide, tuple) else (wide,)
+    flat = out.reshape(out.shape[0], -1) if len(out.shape) > 1 else out.reshape(1, -1)
+    start = 0
+    views = []
+    for part in parts:
+        size = math.prod(part.shape[1:]) if len(out.shape) > 1 else math.prod(part.shape)
+        view = flat[:, start:start + size].reshape(part.shape)
+        if hasattr(view, "copy_"):
+            view.copy_(part)
+        else:
+            np.copyto(view, part)
+        views.append(view)
+        start += size
+    return tuple(views) if isinstance(wide, tuple) else views[0]
+
+
 def _make_method(method: Method, public_name: str, owner: str, array: Any,
                  fast: bool = False) -> Any:
     reshaped = bool(method.parts) or len(method.output) > 2
     if fast:
         name = method.name
 
-        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             result = self._fast[name](args, kwargs)
             if result is None:
                 result = self._run(method, args, kwargs)
             return shape_result(method, result, self._dims) if reshaped else result
     else:
-        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             result = self._run(method, args, kwargs)
             return shape_result(method, result, self._dims) if reshaped else result
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._allow_fp64 and (any(_is_float64(a) for a in args) or any(
+                _is_float64(v) for k, v in kwargs.items() if k != "gravity")):
+            return _widened(self, run, args, kwargs)
+        return run(self, *args, **kwargs)
 
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     params += [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,

@@ -62,7 +62,7 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    backend: str = "numpy", cache_dir: str | os.PathLike | None = None,
                    force_rebuild: bool = False, strategy: str = "auto",
                    contact_frames: Sequence[str] | None = None,
-                   enable_tool: bool = False) -> Any:
+                   enable_tool: bool = False, allow_fp64: bool = False) -> Any:
     """Compile (or find in the store) the artifact of a robot and return its handle.
 
     name: the name `get_robot(name)` finds it under later.
@@ -86,6 +86,9 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         `contact_jacobians` (docs/plant.md); part of the store key.
     enable_tool: a welded tool or payload can be attached at run time (`attach_tool`);
         implies runtime_inertia; part of the store key.
+    allow_fp64: the methods also take float64 inputs of a float32 build, compute in
+        float32 and return float64 (a convenience cast, shown in the handle's repr; not
+        part of the store key).
     strategy: how a batch item maps to the hardware: "auto" (default: the artifact carries
         the thread, warp and block variants that suit the robot, and each call runs the one
         fastest at its batch size, as measured on the GPU at registration or predicted by
@@ -149,11 +152,12 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                                 plant=plant)
     handle = RobotHandle._open(registration.so_path, name, registration)
     _check_descriptor(handle, registration.entry_dir, name)
+    handle._allow_fp64 = bool(allow_fp64)
     return with_backend(handle, backend)
 
 
 def get_robot(name: str, cache_dir: str | os.PathLike | None = None,
-              backend: str = "numpy") -> Any:
+              backend: str = "numpy", allow_fp64: bool = False) -> Any:
     """The handle of a robot registered earlier under `name` (from the store's manifest;
     nothing is compiled), for `backend` as in register_robot.
 
@@ -190,10 +194,12 @@ def get_robot(name: str, cache_dir: str | os.PathLike | None = None,
                          f"{store.entries}; register it again")
     handle = RobotHandle._open(entry.so_path, name)
     _check_descriptor(handle, entry.path, name)
+    handle._allow_fp64 = bool(allow_fp64)
     return with_backend(handle, backend)
 
 
-def load_robot(path: str | os.PathLike, backend: str = "numpy") -> Any:
+def load_robot(path: str | os.PathLike, backend: str = "numpy",
+               allow_fp64: bool = False) -> Any:
     """A handle on an artifact file (`robot.so`) or a store entry directory holding one,
     for `backend` as in register_robot. Joint and body names come from the meta.json
     beside it, when present. A store entry (a folder with integrity.json) is verified
@@ -219,6 +225,7 @@ def load_robot(path: str | os.PathLike, backend: str = "numpy") -> Any:
         if problems:
             raise StoreError(f"artifact {so_path} contradicts its meta.json: "
                              f"{'; '.join(problems)}")
+    handle._allow_fp64 = bool(allow_fp64)
     return with_backend(handle, backend)
 
 
