@@ -223,8 +223,8 @@ def test_batch_limit_and_missing_algorithms(handles, refs):
     for method in ("minv", "aba", "end_effector_pose", "forward_dynamics_gradient"):
         with pytest.raises(RuntimeError, match=rf"{method} was not built into this artifact "
                                                r"\(built: inverse_dynamics, crba, "
-                                               r"forward_dynamics\); register with it in "
-                                               "algorithm_list"):
+                                               rf"forward_dynamics\); register with '{method}' "
+                                               r"or its profile 'core' in algorithm_list"):
             getattr(h, method)(*([q[:2]] * 3 if "dynamics" in method or method == "aba"
                                  else [q[:2]]))
     with pytest.raises(RuntimeError, match="built without runtime_inertia"):
