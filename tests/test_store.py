@@ -143,7 +143,8 @@ def test_layout_and_keys(tmp_path, cxx):
     assert input_key(IIWA.read_bytes(), {"codegen": OPTIONS.to_dict(), "floating_base": False},
                      grid_rbd.__version__, identity) == reg.input_key
     files = {n: (entry / n).read_text() for n in ("grid.cuh", "wrapper.cu", *units)}
-    names = {k: meta[k] for k in ("robot_name", "joint_names", "body_names", "ee_frames")}
+    names = {k: meta[k] for k in ("robot_name", "joint_names", "body_names", "ee_frames",
+                                  "frames", "tree")}
     assert content_key(files, identity, names) == reg.content_key
 
     import grid_rbd.reference as reference
