@@ -174,3 +174,25 @@ def test_jax_plant_step_gradient_and_costs(handles):
     value, grad, hess = jh.quadratic_state_cost(jnp.asarray(x), jnp.asarray(x[::-1]), 1.0)
     want = ref.quadratic_state_cost(x, x[::-1], 1.0)
     np.testing.assert_allclose(np.asarray(grad), want[1], atol=1e-12)
+
+
+def test_cost_frames_are_the_default_of_ee_pos_cost(tmp_path):
+    ref = _ref("go2")
+    kw = dict(urdf_path=str(ROBOTS["go2"].path), floating_base=True, dtype="float64",
+              algorithm_list=["world_kinematics"], device="cpu", cache_dir=tmp_path)
+    h = grid_rbd.register_robot("go2_costs", cost_frames=["FL_foot", "RR_foot"], **kw)
+    assert h.cost_frames == ("FL_foot", "RR_foot")
+    x, _ = _state(ref, 3, seed=110)
+    q = np.ascontiguousarray(x[:, :ref.nq])
+    target = np.zeros((3, 6))
+    got = h.ee_pos_cost(q, target, 1.0)
+    want = ref.ee_pos_cost(q, target, 1.0, frames=["FL_foot", "RR_foot"])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10)
+    plain = grid_rbd.register_robot("go2_no_costs", **kw)
+    assert plain.cost_frames == plain.ee_names
+    assert plain.registration.entry_dir != h.registration.entry_dir
+    with pytest.raises(ValueError, match="cost_frames: .*no frame 'paw'"):
+        grid_rbd.register_robot("go2_bad_costs", cost_frames=["paw"], **kw)
+    h.close()
+    plain.close()

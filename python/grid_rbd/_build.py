@@ -208,6 +208,18 @@ def _contact_frames(model: Any, names: Any) -> list[str]:
     return out
 
 
+def _moving_frames(model: Any, names: Any, what: str) -> list[str]:
+    """Frames named as users name them (fixed joints, joints, links) that move."""
+    for name in names:
+        try:
+            frame = model.resolve_frame(name)
+        except KeyError as exc:
+            raise ValueError(f"{what}: {exc.args[0]}") from None
+        if frame.body < 0:
+            raise ValueError(f"{what}: '{name}' is welded to the world")
+    return [str(n) for n in names]
+
+
 # -- the entry ----------------------------------------------------------------------------
 def _names(model: Any, ee_frames: tuple[Any, ...]) -> dict[str, Any]:
     return {
@@ -314,11 +326,14 @@ def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
         except KeyError as exc:
             raise ValueError(f"ee_joint_names: {exc.args[0]}") from None
         contacts = _contact_frames(model, plant.get("contact_frames", ()))
+        costs = _moving_frames(model, plant.get("cost_frames", ()), "cost_frames")
     with progress.phase("generate", f"{len(options.algorithms)} algorithms, {options.dtype}"):
         files = generate(model, options, units=True)
     names = _names(model, ee_frames)
     if contacts:
         names["contact_frames"] = contacts
+    if costs:
+        names["cost_frames"] = costs
     if plant.get("enable_tool"):
         names["enable_tool"] = True
     ckey = content_key(files, identity, names)

@@ -290,6 +290,12 @@ class PlantMethods:
             x = self.plant_step(x, u, dt, integrator_type, gravity=gravity)
         return x
 
+    @property
+    def cost_frames(self) -> tuple[str, ...]:
+        """The frames `ee_pos_cost` tracks by default (`register_robot(cost_frames=...)`;
+        the end effectors when none were named)."""
+        return tuple(self._meta_dict().get("cost_frames") or self.ee_names)
+
     # -- costs ---------------------------------------------------------------------------
     def quadratic_state_cost(self, x: Any, x_des: Any, Q: Any) -> tuple[Any, Any, Any]:
         """`1/2 e^T Q e`, `e = [q (-) q_des, qd - qd_des]`: value `(B,)`, gradient
@@ -321,10 +327,12 @@ class PlantMethods:
     def ee_pos_cost(self, q: Any, p_des: Any, W: Any, frames: Any = None
                     ) -> tuple[Any, Any, Any]:
         """`1/2 |p - p_des|^2_W` of the positions of `frames` (any frame names; default:
-        the end effectors), `p_des (B, 3 n)`: value, gradient `(B, 2nv)` (its velocity
-        part zero) and Gauss-Newton Hessian. Needs the kinematics profile."""
+        the registration's `cost_frames`, else the end effectors), `p_des (B, 3 n)`:
+        value, gradient `(B, 2nv)` (its velocity part zero) and Gauss-Newton Hessian.
+        Needs the kinematics profile."""
         q, p_des = self._as_arrays(q, p_des)
-        names = list(self.ee_names if frames is None else
+        default = self._meta_dict().get("cost_frames") or self.ee_names
+        names = list(default if frames is None else
                      ([frames] if isinstance(frames, str) else frames))
         p = self.end_effector_pose_runtime(q, names)
         Jp = self.end_effector_pose_gradient_runtime(q, names)

@@ -62,6 +62,7 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    backend: str = "numpy", cache_dir: str | os.PathLike | None = None,
                    force_rebuild: bool = False, strategy: str = "auto",
                    contact_frames: Sequence[str] | None = None,
+                   cost_frames: Sequence[str] | None = None,
                    enable_tool: bool = False, allow_fp64: bool = False) -> Any:
     """Compile (or find in the store) the artifact of a robot and return its handle.
 
@@ -84,6 +85,8 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     contact_frames: fixed-joint or link names whose frames are contact points: the handle
         gains `contact_frames`, `contact_fext`, `contact_positions` and
         `contact_jacobians` (docs/plant.md); part of the store key.
+    cost_frames: the frames `ee_pos_cost` tracks by default (any frame names; default:
+        the end effectors); part of the store key.
     enable_tool: a welded tool or payload can be attached at run time (`attach_tool`);
         implies runtime_inertia; part of the store key.
     allow_fp64: the methods also take float64 inputs of a float32 build, compute in
@@ -125,14 +128,16 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         dtype_name = np.dtype(dtype).name
     except TypeError as exc:
         raise ValueError(f"dtype {dtype!r} is not a numpy dtype; use float32 or float64") from exc
-    if (isinstance(ee_joint_names, str) or isinstance(algorithm_list, str)
-            or isinstance(contact_frames, str)):
-        raise ValueError("ee_joint_names, algorithm_list and contact_frames are lists of "
-                         "names, not a str")
+    if any(isinstance(x, str) for x in (ee_joint_names, algorithm_list, contact_frames,
+                                        cost_frames)):
+        raise ValueError("ee_joint_names, algorithm_list, contact_frames and cost_frames "
+                         "are lists of names, not a str")
     for ee in ee_joint_names or ():
         check_name(ee, "ee_joint_names entry")
     for frame in contact_frames or ():
         check_name(frame, "contact_frames entry")
+    for frame in cost_frames or ():
+        check_name(frame, "cost_frames entry")
     if enable_tool:
         runtime_inertia = True  # a tool is composed into the run-time inertia table
     options = CodegenOptions(
@@ -145,6 +150,8 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     plant = {}
     if contact_frames:
         plant["contact_frames"] = [str(f) for f in contact_frames]
+    if cost_frames:
+        plant["cost_frames"] = [str(f) for f in cost_frames]
     if enable_tool:
         plant["enable_tool"] = True
     registration = ensure_entry(name, urdf_bytes, source, bool(floating_base), options,
