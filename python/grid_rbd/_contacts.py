@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from grid_rbd import _frames as F
 from grid_rbd._array_ops import ArrayOps
 from grid_rbd._frames import FrameInfo
 
@@ -82,11 +83,10 @@ class ContactMethods:
         return [table.resolve(n) for n in names]
 
     def _points(self, q: Any, frames: list[FrameInfo]) -> tuple[Any, Any, bool]:
-        from grid_rbd import _frames as F
         q = self._as_array(q)
         kin, single = self._kinematics(q)
         ops = ArrayOps(kin[0])
-        points = ops.stack([F._frame_pose(ops, kin[0], kin[1], f)[1] for f in frames], 1)
+        points = ops.stack([F.frame_pose(ops, kin[0], kin[1], f)[1] for f in frames], 1)
         return kin, points, single
 
     def contact_positions(self, q: Any) -> Any:
@@ -97,7 +97,6 @@ class ContactMethods:
     def contact_jacobians(self, q: Any) -> Any:
         """`(B, n_contacts, 3, nv)`: `d point / d tangent` (world-aligned, Pinocchio's
         `LOCAL_WORLD_ALIGNED` linear rows)."""
-        from grid_rbd import _frames as F
         q = self._as_array(q)
         kin, single = self._kinematics(q)
         ops = ArrayOps(kin[0])

@@ -122,7 +122,7 @@ def check_reference_frame(reference_frame: str) -> str:
 
 
 # -- the assembly -------------------------------------------------------------------------
-def _frame_pose(ops: _Ops, R_all: Any, p_all: Any, f: FrameInfo) -> tuple[Any, Any]:
+def frame_pose(ops: _Ops, R_all: Any, p_all: Any, f: FrameInfo) -> tuple[Any, Any]:
     """`(R (B, 3, 3), p (B, 3))` of frame `f` in the world."""
     Rf, pf = ops.const(f.R), ops.const(f.p)
     if f.body < 0:
@@ -149,7 +149,7 @@ def frame_jacobian(ops: _Ops, kin: tuple, f: FrameInfo, rf: str) -> Any:
     J = oS * ops.const(f.support)
     if rf == "WORLD":
         return J
-    R, p = _frame_pose(ops, R_all, p_all, f)
+    R, p = frame_pose(ops, R_all, p_all, f)
     J = _shift(ops, J, p)
     return J if rf == "LOCAL_WORLD_ALIGNED" else _rotate_t(ops, R, J)
 
@@ -171,7 +171,7 @@ def frame_jacobian_dot(ops: _Ops, kin: tuple, table: FrameTable, f: FrameInfo, r
     if rf == "WORLD":
         return dJ
     J = oS * mask
-    R, p = _frame_pose(ops, R_all, p_all, f)
+    R, p = frame_pose(ops, R_all, p_all, f)
     body_twist = ov[:, f.body] if f.body >= 0 else 0 * ov[:, 0]
     if rf == "LOCAL":
         J_local = _rotate_t(ops, R, _shift(ops, J, p))
@@ -229,7 +229,7 @@ def poses(ops: _Ops, kin: tuple, frames: list[FrameInfo]) -> Any:
     R_all, p_all, _, _ = kin
     out = []
     for f in frames:
-        R, p = _frame_pose(ops, R_all, p_all, f)
+        R, p = frame_pose(ops, R_all, p_all, f)
         out.append(ops.cat([p, rpy(ops, R)], 1))
     return ops.cat(out, 1)
 
@@ -238,7 +238,7 @@ def pose_gradients(ops: _Ops, kin: tuple, frames: list[FrameInfo]) -> Any:
     R_all, p_all, oS, _ = kin
     out = []
     for f in frames:
-        R, p = _frame_pose(ops, R_all, p_all, f)
+        R, p = frame_pose(ops, R_all, p_all, f)
         J = _shift(ops, oS * ops.const(f.support), p)
         out.append(ops.cat([J[:, :3], rpy_rate_inverse(ops, rpy(ops, R)) @ J[:, 3:]], 1))
     return ops.cat(out, 1)
