@@ -108,6 +108,10 @@ def test_runtime_end_effector_poses_and_offsets(handles):
         minus = h.end_effector_pose_runtime(configuration.integrate(ref.model, s.q, -e),
                                             names, offsets)
         np.testing.assert_allclose(G[..., j], (plus - minus) / (2 * eps), atol=1e-6)
+    np.testing.assert_array_equal(h.end_effector_pose_runtime(s.q, ee_joint_names=names),
+                                  h.end_effector_pose_runtime(s.q, names))
+    with pytest.raises(TypeError, match="not both"):
+        h.end_effector_pose_runtime(s.q, names, ee_joint_names=names)
     default = h.end_effector_pose_runtime(s.q)
     assert default.shape == (6, 6 * h.num_ees)
     with pytest.raises(ValueError, match=r"ee_offsets has shape \(2, 3\); expected \(3, 3\)"):

@@ -106,6 +106,12 @@ class FrameTable:
         return out
 
 
+def _one_of(ee_names: Any, ee_joint_names: Any) -> Any:
+    if ee_names is not None and ee_joint_names is not None:
+        raise TypeError("pass ee_names or ee_joint_names, not both")
+    return ee_names if ee_names is not None else ee_joint_names
+
+
 def _listing(names: list[str], limit: int = 40) -> str:
     if not names:
         return "none"
@@ -313,22 +319,26 @@ class FrameMethods:
         Lam = operational_space_inertia(ops, J, self.minv(q if not single else q[None]), f)
         return Lam[0] if single else Lam
 
-    def end_effector_pose_runtime(self, q: Any, ee_names: Any = None, ee_offsets: Any = None
-                                  ) -> Any:
+    def end_effector_pose_runtime(self, q: Any, ee_names: Any = None, ee_offsets: Any = None,
+                                  *, ee_joint_names: Any = None) -> Any:
         """`(B, 6 * len(ee_names))`: `[x, y, z, roll, pitch, yaw]` of each named frame
-        (default: the build's end effectors), each origin moved by its row of
-        `ee_offsets` (`(n, 3)`, in that frame's axes): targets chosen per call."""
-        frames = end_effector_targets(self._frame_table(), ee_names, ee_offsets,
+        (default: the build's end effectors; `ee_joint_names=` is the same argument under
+        the registration's name), each origin moved by its row of `ee_offsets` (`(n, 3)`,
+        in that frame's axes): targets chosen per call."""
+        frames = end_effector_targets(self._frame_table(),
+                                      _one_of(ee_names, ee_joint_names), ee_offsets,
                                       list(self.ee_names))
         kin, single = self._kinematics(q)
         out = poses(_Ops(kin[0]), kin, frames)
         return out[0] if single else out
 
     def end_effector_pose_gradient_runtime(self, q: Any, ee_names: Any = None,
-                                           ee_offsets: Any = None) -> Any:
+                                           ee_offsets: Any = None, *,
+                                           ee_joint_names: Any = None) -> Any:
         """`(B, 6 * len(ee_names), nv)`: the coordinate derivatives of
         `end_effector_pose_runtime` along the tangent chart."""
-        frames = end_effector_targets(self._frame_table(), ee_names, ee_offsets,
+        frames = end_effector_targets(self._frame_table(),
+                                      _one_of(ee_names, ee_joint_names), ee_offsets,
                                       list(self.ee_names))
         kin, single = self._kinematics(q)
         out = pose_gradients(_Ops(kin[0]), kin, frames)
