@@ -350,11 +350,12 @@ class RobotModel:
         fixed = [f.name for f in self.frames if f.kind == "fixed_joint"]
         links = [f.name for f in self.frames if f.kind == "link"]
         raise KeyError(f"{self.name} has no frame {name!r}; name a fixed joint "
-                       f"({_listing(fixed)}), a moving joint ({_listing(self.joint_names)}) "
-                       f"or a link ({_listing(links)})")
+                       f"({listing(fixed)}), a moving joint ({listing(self.joint_names)}) "
+                       f"or a link ({listing(links)})")
 
 
-def _listing(names, limit: int = 40) -> str:
+def listing(names, limit: int = 40) -> str:
+    """Names for an error message: all of them, or the first `limit` and the count."""
     names = list(names)
     if not names:
         return "none"

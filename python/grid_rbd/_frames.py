@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from grid_codegen.model import listing
 from grid_rbd._array_ops import ArrayOps as _Ops
+from grid_rbd.reference.frames import REFERENCE_FRAMES, check_reference_frame
 
-REFERENCE_FRAMES = ("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED")
 _KINDS = ("joint", "fixed_joint", "link")
 
 
@@ -90,9 +91,9 @@ class FrameTable:
         if not found:
             links = [f[0] for f in self.frames if f[1] == "link"]
             fixed = [f[0] for f in self.frames if f[1] == "fixed_joint"]
-            raise KeyError(f"no frame '{frame}'; name a link ({_listing(links)}), a fixed "
-                           f"joint ({_listing(fixed)}), a moving joint "
-                           f"({_listing(self.joint_names)}) or a body index")
+            raise KeyError(f"no frame '{frame}'; name a link ({listing(links)}), a fixed "
+                           f"joint ({listing(fixed)}), a moving joint "
+                           f"({listing(self.joint_names)}) or a body index")
         return found[0]
 
     def _named(self, name: str, kind: str | None) -> list[FrameInfo]:
@@ -110,21 +111,6 @@ def _one_of(ee_names: Any, ee_joint_names: Any) -> Any:
     if ee_names is not None and ee_joint_names is not None:
         raise TypeError("pass ee_names or ee_joint_names, not both")
     return ee_names if ee_names is not None else ee_joint_names
-
-
-def _listing(names: list[str], limit: int = 40) -> str:
-    if not names:
-        return "none"
-    shown = ", ".join(names[:limit])
-    return shown if len(names) <= limit else f"{shown}, ... ({len(names)} in all)"
-
-
-def check_reference_frame(reference_frame: str) -> str:
-    rf = str(reference_frame).upper()
-    if rf not in REFERENCE_FRAMES:
-        raise ValueError(f"reference_frame '{reference_frame}' is not one of "
-                         f"{', '.join(REFERENCE_FRAMES)}")
-    return rf
 
 
 # -- the assembly -------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import numpy as np
 
 from grid_rbd._array_ops import ArrayOps
 from grid_rbd._integrators import Stepper, check_step
+from grid_rbd.reference.costs import barrier_bounds
 
 SMALL = 1e-2  # below this rotation angle the SE(3) coefficients use their Taylor series
 
@@ -197,15 +198,7 @@ def _tracking(ops: ArrayOps, r: Any, J: Any, W: Any) -> tuple[Any, Any, Any]:
 
 
 def _barrier(ops: ArrayOps, x: Any, lower: Any, upper: Any, mu: float) -> tuple:
-    lower_np = np.broadcast_to(np.asarray(lower, dtype=np.float64), tuple(x.shape[1:]))
-    upper_np = np.broadcast_to(np.asarray(upper, dtype=np.float64), tuple(x.shape[1:]))
-    if np.any(lower_np >= upper_np):
-        bad = int(np.argmax(lower_np >= upper_np))
-        raise ValueError(f"barrier bounds need lower < upper; entry {bad} has lower "
-                         f"{lower_np[bad]} >= upper {upper_np[bad]}")
-    mu = float(mu)
-    if not mu > 0.0:
-        raise ValueError(f"barrier weight mu must be positive; got {mu}")
+    lower_np, upper_np, mu = barrier_bounds(lower, upper, mu, tuple(x.shape[1:]))
     m = ops.m
     below, above = x - ops.const(lower_np), ops.const(upper_np) - x
     inside = (below > 0) & (above > 0)
@@ -241,7 +234,7 @@ class PlantMethods:
                              f"robot has nq + nv = {self.nq + self.nv}")
         return x[:, :self.nq], x[:, self.nq:], single
 
-    def _stepper(self, like: Any, gravity: float, jacobian: bool) -> Stepper:
+    def _stepper(self, like: Any, gravity: float) -> Stepper:
         ops = ArrayOps(like)
 
         def dynamics(q, qd, u, with_jacobian):
@@ -263,7 +256,7 @@ class PlantMethods:
         self._require_plant(("forward_dynamics",), "plant_step")
         q, qd, single = self._split_state(x)
         u = u[None] if single else u
-        out = self._stepper(q, gravity, False).step(q, qd, u, dt, integrator_type)[0]
+        out = self._stepper(q, gravity).step(q, qd, u, dt, integrator_type)[0]
         return out[0] if single else out
 
     def plant_step_gradient(self, x: Any, u: Any, dt: float, integrator_type: str = "euler",
@@ -277,7 +270,7 @@ class PlantMethods:
         x, u = self._stop_gradient(x), self._stop_gradient(u)
         q, qd, single = self._split_state(x)
         u = u[None] if single else u
-        G = self._stepper(q, gravity, True).step(q, qd, u, dt, integrator_type, True)[1]
+        G = self._stepper(q, gravity).step(q, qd, u, dt, integrator_type, True)[1]
         return G[0] if single else G
 
     def integrator(self, x: Any, u: Any, dt: float, steps: int = 1,

@@ -41,12 +41,11 @@ def tracking(r: np.ndarray, J: np.ndarray, W: np.ndarray
     return value, grad, 0.5 * (hess + np.swapaxes(hess, 1, 2))
 
 
-def barrier(x: np.ndarray, lower: np.ndarray | float, upper: np.ndarray | float, mu: float
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The log barrier of `x (B, n)` inside `(lower, upper)` (module doc)."""
-    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
-    lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), x.shape[1:])
-    upper = np.broadcast_to(np.asarray(upper, dtype=np.float64), x.shape[1:])
+def barrier_bounds(lower, upper, mu, shape: tuple) -> tuple[np.ndarray, np.ndarray, float]:
+    """`(lower, upper, mu)` checked: the bounds broadcast to `shape` with lower < upper
+    everywhere, and mu > 0 (ValueError naming the entry otherwise)."""
+    lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), shape)
+    upper = np.broadcast_to(np.asarray(upper, dtype=np.float64), shape)
     if np.any(lower >= upper):
         bad = int(np.argmax(lower >= upper))
         raise ValueError(f"barrier bounds need lower < upper; entry {bad} has lower "
@@ -54,6 +53,14 @@ def barrier(x: np.ndarray, lower: np.ndarray | float, upper: np.ndarray | float,
     mu = float(mu)
     if not mu > 0.0:
         raise ValueError(f"barrier weight mu must be positive; got {mu}")
+    return lower, upper, mu
+
+
+def barrier(x: np.ndarray, lower: np.ndarray | float, upper: np.ndarray | float, mu: float
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The log barrier of `x (B, n)` inside `(lower, upper)` (module doc)."""
+    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    lower, upper, mu = barrier_bounds(lower, upper, mu, x.shape[1:])
     below, above = x - lower, upper - x
     inside = (below > 0) & (above > 0)
     safe_b, safe_a = np.where(inside, below, 1.0), np.where(inside, above, 1.0)
