@@ -27,12 +27,16 @@ from grid_codegen.symbolic.emit import PassLibrary
 
 
 def generate(model: RobotModel, options: CodegenOptions | None = None,
-             units: bool = False) -> dict[str, str]:
+             units: bool = False, device_api: bool = False,
+             contact_frames: tuple[str, ...] = ()) -> dict[str, str]:
     """The files of the artifact for `model`: file name -> text.
 
     units: put each algorithm's kernels in a translation unit of its own
     (`unit_<algorithm>.cu`, compiled in parallel by `grid_codegen.compile`); by default
-    `wrapper.cu` instantiates everything (one compiler run, as the Bazel action does)."""
+    `wrapper.cu` instantiates everything (one compiler run, as the Bazel action does).
+    device_api: append `namespace grid::device` (`grid_codegen.emit.device_api`), the
+    consumer-facing API, naming `contact_frames` when given; off by default, so a
+    registration's text (and store key) does not depend on it."""
     options = options or CodegenOptions()
     ee_frames = model.end_effector_frames(options.ee_joint_names or None)
     dims = Dims(model.nq, model.nv, model.nb, len(ee_frames))
@@ -101,6 +105,11 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
         w.comment("---- kernels and launchers ----")
         w.line()
         w.extend(kernels)
+    if device_api:
+        from grid_codegen.emit.device_api import emit_device_api
+
+        built = [(b.algorithm.name, tuple(v.strategy for v in b.variants)) for b in builds]
+        emit_device_api(w, model, options, dims, ee_frames, built, tuple(contact_frames))
     files = {"grid.cuh": w.text(), "wrapper.cu": emit_wrapper(model, options, dims, builds,
                                                               units)}
     if units:

@@ -11,10 +11,22 @@ artifact file directly; `backend="torch"` / `"jax"` return the tensor handles of
 reference oracle is `grid_rbd.reference`; `grid_rbd.interop` converts configurations and
 finds frames the way Pinocchio does. The `grid-rbd` command (`python -m grid_rbd`,
 grid_rbd.cli) registers, inspects, verifies and benchmarks robots from a shell.
+`build_artifact` / `load_artifact` / `list_artifacts` (grid_rbd.consumer) compile a
+caller's own CUDA / C++ sources against a robot's generated `grid.cuh` (docs/consumer.md).
 """
 
 from grid_rbd._handle import RobotHandle
 from grid_rbd._register import get_robot, load_robot, register_robot
 from grid_rbd._version import __version__
+from grid_rbd.consumer import (
+    ArtifactIncompatibleError,
+    ArtifactNotFoundError,
+    ConsumerArtifactError,
+    build_artifact,
+    list_artifacts,
+    load_artifact,
+)
 
 __all__ = ["RobotHandle", "__version__", "get_robot", "load_robot", "register_robot"]
+__all__ += ["ArtifactIncompatibleError", "ArtifactNotFoundError", "ConsumerArtifactError",
+            "build_artifact", "list_artifacts", "load_artifact"]

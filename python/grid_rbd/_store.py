@@ -243,7 +243,13 @@ class Entry:
 
 class Store:
     """One store root. Creating it checks the folders (owned by this user, writable by no
-    one else) and sweeps dead staging directories."""
+    one else) and sweeps dead staging directories.
+
+    `recorded_files` / `code_files`: what an entry holds and which of it is code (a
+    subclass keeps other files under the same protocol: `grid_rbd.consumer`)."""
+
+    recorded_files: tuple[str, ...] = RECORDED_FILES
+    code_files: tuple[str, ...] = (ARTIFACT,)
 
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)
@@ -280,7 +286,7 @@ class Store:
     def _check(self, key: str, use_cache: bool) -> tuple[list[str], Entry | None]:
         """(problems, the entry when there are none) of the present entry `key`."""
         path = self.entry_path(key)
-        problems = verify_folder(path, key, RECORDED_FILES, code=(ARTIFACT,),
+        problems = verify_folder(path, key, self.recorded_files, code=self.code_files,
                                  use_cache=use_cache)
         if problems:
             return problems, None
@@ -445,14 +451,14 @@ class Store:
         (the old one, now in `staging`, is removed), so the key never lacks an entry."""
         for name in (OWNER, INTEGRITY):
             (staging / name).unlink(missing_ok=True)
-        missing = [name for name in RECORDED_FILES if not (staging / name).is_file()]
+        missing = [name for name in self.recorded_files if not (staging / name).is_file()]
         if missing:
             raise RuntimeError(f"staging directory {staging} lacks {missing}")
-        for name in RECORDED_FILES:
-            os.chmod(staging / name, CODE_MODE if name == ARTIFACT else FILE_MODE)
+        for name in self.recorded_files:
+            os.chmod(staging / name, CODE_MODE if name in self.code_files else FILE_MODE)
             with open(staging / name, "rb") as fh:
                 os.fsync(fh.fileno())
-        write_record(staging, key, RECORDED_FILES)
+        write_record(staging, key, self.recorded_files)
         os.chmod(staging, 0o700)
         target = self.entry_path(key)
         with flock(self._content_lock(key)):
