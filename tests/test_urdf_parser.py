@@ -188,8 +188,9 @@ BAD = {
                            r"link 'a': inertia is not positive semi-definite"),
     "unknown joint type": (_robot(_link("a"), _link("b"), _joint("j", "a", "b", kind="hinge")),
                            r"joint 'j': unknown joint type 'hinge'"),
-    "planar joint": (_robot(_link("a"), _link("b"), _joint("j", "a", "b", kind="planar")),
-                     r"joint 'j': joint type 'planar' is not supported"),
+    "planar joint off the xy plane": (
+        _robot(_link("a"), _link("b"), _joint("j", "a", "b", kind="planar", axis="1 0 0")),
+        r"joint 'j': a planar joint moves in the xy plane of its frame"),
     "NaN": (_robot(_link("a", com="0 nan 0")), r"link 'a': xyz=\"0 nan 0\" holds NaN or inf"),
     "inf": (_robot(_link("a"), _link("b"), _joint("j", "a", "b", axis="0 inf 1")),
             r"joint 'j': xyz=\"0 inf 1\" holds NaN or inf"),

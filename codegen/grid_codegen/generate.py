@@ -20,7 +20,7 @@ from grid_codegen.emit.strategy import make_strategy
 from grid_codegen.emit.thread import TooLarge, build_thread_item
 from grid_codegen.emit.wrapper import AlgorithmBuild, emit_unit, emit_wrapper, unit_file
 from grid_codegen.emit.writer import Writer, comment_text
-from grid_codegen.model import RobotModel
+from grid_codegen.model import JointType, RobotModel
 from grid_codegen.options import CodegenOptions
 from grid_codegen.registry import MAX_INPUTS, Dims, algorithm
 from grid_codegen.symbolic.emit import PassLibrary
@@ -39,7 +39,7 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     registration's text (and store key) does not depend on it."""
     options = options or CodegenOptions()
     ee_frames = model.end_effector_frames(options.ee_joint_names or None)
-    dims = Dims(model.nq, model.nv, model.nb, len(ee_frames))
+    dims = Dims(model.reduced_nq, model.reduced_nv, model.nb, len(ee_frames))
     strategies = dispatch.strategies_for(options.strategy)
 
     library = PassLibrary()
@@ -52,7 +52,7 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
         ops = 0
         # Algorithms without a level-synchronous emitter (the centroidal profile) have
         # the thread strategy only, whatever was asked for.
-        levels = name in BUILDERS
+        levels = name in BUILDERS and levels_cover(model)
         wanted = strategies if levels else ("thread",)
         if "thread" in wanted:
             checkpoint = library.checkpoint()
@@ -118,6 +118,15 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     return files
 
 
+def levels_cover(model: RobotModel) -> bool:
+    """Whether the level-synchronous (warp, block) emitters cover `model`: trees of
+    revolute, prismatic and free-flyer joints without mimic couplings. Other models
+    (spherical or planar joints, `mimic=True`) get the thread strategy only, whatever
+    strategy was asked for."""
+    return model.coupling is None and all(
+        j.type.scalar or j.type is JointType.FREE_FLYER for j in model.joints)
+
+
 def _check_ports(spec, entry, dims: Dims) -> None:
     """The level-synchronous emitters name their ports too: they must be the registry's."""
     got = [(p.name, p.width, p.required) for p in spec.inputs]
@@ -133,8 +142,8 @@ def _emit_robot_constants(w: Writer, model: RobotModel, options: CodegenOptions,
               f"{'floating' if model.floating_base else 'fixed'} base.")
     w.comment("Bodies (joint order): " + ", ".join(
         f"{i} {comment_text(j.name)}" for i, j in enumerate(model.joints)))
-    w.line(f"constexpr int kNq = {model.nq};")
-    w.line(f"constexpr int kNv = {model.nv};")
+    w.line(f"constexpr int kNq = {model.reduced_nq};")
+    w.line(f"constexpr int kNv = {model.reduced_nv};")
     w.line(f"constexpr int kNb = {model.nb};")
     w.line(f"constexpr int kNumEes = {dims.num_ees};")
     w.line(f"constexpr int kMaxBatch = {options.max_batch_size};")

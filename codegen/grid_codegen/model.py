@@ -12,6 +12,15 @@ Conventions (Pinocchio's, so results compare index for index):
   is `[p(3), quat xyzw(4)]` and whose tangent is `[v_lin, omega]` in the local frame.
 * `continuous` joints are revolute joints without limits whose configuration is the
   angle itself (nq = nv = 1), unlike Pinocchio's (cos, sin) encoding.
+* A spherical (ball) joint is Pinocchio's `JointModelSpherical`: configuration a
+  quaternion `[x, y, z, w]` (nq = 4), tangent the angular velocity in the local frame
+  (nv = 3, `S = [0; 1]`). A planar joint is Pinocchio's `JointModelPlanar`: the xy
+  plane of the joint frame, configuration `[x, y, cos t, sin t]` (nq = 4), tangent
+  `[v_x, v_y, w_z]` in the local frame (nv = 3).
+* `coupling` (a `grid_codegen.coupling.MimicCoupling`, or None) ties mimic joints to
+  their leaders (`register_robot(mimic=True)`): the joints, their `idx_q`/`idx_v` and
+  `nq`/`nv` stay those of the independent reading, and `reduced_nq`/`reduced_nv` count
+  the independent coordinates the kernels take.
 """
 
 from __future__ import annotations
@@ -30,14 +39,25 @@ class JointType(str, Enum):
     REVOLUTE = "revolute"
     PRISMATIC = "prismatic"
     FREE_FLYER = "free_flyer"
+    SPHERICAL = "spherical"
+    PLANAR = "planar"
 
     @property
     def nq(self) -> int:
-        return 7 if self is JointType.FREE_FLYER else 1
+        return _NQ.get(self, 1)
 
     @property
     def nv(self) -> int:
-        return 6 if self is JointType.FREE_FLYER else 1
+        return _NV.get(self, 1)
+
+    @property
+    def scalar(self) -> bool:
+        """One coordinate that adds along the tangent (revolute, prismatic)."""
+        return self in (JointType.REVOLUTE, JointType.PRISMATIC)
+
+
+_NQ = {JointType.FREE_FLYER: 7, JointType.SPHERICAL: 4, JointType.PLANAR: 4}
+_NV = {JointType.FREE_FLYER: 6, JointType.SPHERICAL: 3, JointType.PLANAR: 3}
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -166,7 +186,8 @@ class JointLimits:
 
 @dataclass(frozen=True)
 class Mimic:
-    """A `<mimic>` tag: `q = multiplier * q[joint] + offset` (read, not yet enforced)."""
+    """A `<mimic>` tag: `q = multiplier * q[joint] + offset` (enforced only when the model
+    is parsed with `mimic=True`: `RobotModel.coupling`)."""
 
     joint: str
     multiplier: float = 1.0
@@ -204,6 +225,12 @@ class Joint:
         """`S`, the (6, nv) motion subspace in the joint frame, `[linear; angular]`."""
         if self.type is JointType.FREE_FLYER:
             return np.eye(6)
+        if self.type is JointType.SPHERICAL:
+            return np.vstack([np.zeros((3, 3)), np.eye(3)])
+        if self.type is JointType.PLANAR:
+            S = np.zeros((6, 3))
+            S[0, 0] = S[1, 1] = S[5, 2] = 1.0
+            return S
         S = np.zeros((6, 1))
         if self.type is JointType.REVOLUTE:
             S[3:, 0] = self.axis
@@ -241,10 +268,22 @@ class RobotModel:
     bodies: tuple[Body, ...]
     frames: tuple[Frame, ...]
     floating_base: bool
+    coupling: object = None  # grid_codegen.coupling.MimicCoupling | None
 
     @property
     def nb(self) -> int:
         return len(self.bodies)
+
+    @property
+    def reduced_nq(self) -> int:
+        """The configuration width the kernels and handles take: `nq` less the coupled
+        (mimic) coordinates."""
+        return self.nq if self.coupling is None else self.coupling.nq
+
+    @property
+    def reduced_nv(self) -> int:
+        """The tangent width the kernels and handles take (`nv` without a coupling)."""
+        return self.nv if self.coupling is None else self.coupling.nv
 
     @property
     def nq(self) -> int:

@@ -6,7 +6,18 @@ The parser is iterative (no recursion, so a chain of any depth parses) and linea
 size of the document. Robots as they come:
 
 * A `<mimic>` joint is read as an independent joint, as Pinocchio does by default; one
-  warning per robot lists them.
+  warning per robot lists them. With `mimic=True` it follows its leader instead
+  (`q = multiplier * q_leader + offset`, `RobotModel.coupling`, reduced coordinates):
+  mimic joints and leaders must be revolute, continuous or prismatic, the leader a
+  moving joint that mimics nothing itself (no chains, no cycles).
+* Joint types: revolute, continuous (an unbounded revolute whose coordinate is the
+  angle: nq = nv = 1, not Pinocchio's (cos, sin) pair), prismatic, fixed, `floating` (a
+  free flyer, as Pinocchio reads it: `[p, quat xyzw]`), `planar` (Pinocchio's
+  JointModelPlanar: the xy plane of the joint frame, `[x, y, cos, sin]`; an `<axis>`,
+  the plane's normal, must then be z) and the extension `spherical` (alias `ball`, as
+  Drake's and SDFormat-derived parsers write it; urdfdom has no ball joint): Pinocchio's
+  JointModelSpherical, a quaternion `[x, y, z, w]` with the local angular velocity as
+  its tangent. The joint types of docs/joints.md.
 * A link inertia with a negative principal moment is round-off when the moment is
   within 1e-12 of max(1, its largest entry) (kept as written); it is clamped to the
   nearest positive semi-definite inertia (the negative moment set to zero), with one
@@ -41,7 +52,7 @@ from grid_codegen.model import (
     Placement,
     RobotModel,
 )
-from grid_codegen.urdf_xml import XmlDocument, parse_xml
+from grid_codegen.urdf_xml import XmlDocument, parse_xml, quoted
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +71,10 @@ MAX_INERTIA = 1e12
 
 _ROUNDOFF = 1e-12  # a negative moment this small (relative to max(1, |I|)) is round-off
 _MOVING = {"revolute": JointType.REVOLUTE, "continuous": JointType.REVOLUTE,
-           "prismatic": JointType.PRISMATIC}
-_UNSUPPORTED = {"floating", "planar"}
+           "prismatic": JointType.PRISMATIC, "floating": JointType.FREE_FLYER,
+           "planar": JointType.PLANAR, "spherical": JointType.SPHERICAL,
+           "ball": JointType.SPHERICAL}
+_KINDS = "revolute, continuous, prismatic, fixed, floating, planar or spherical"
 _IDENTITY = Placement.identity()
 _ZERO3 = (0.0, 0.0, 0.0)
 _EYE3 = np.eye(3)
@@ -181,13 +194,9 @@ def _read_joint(doc: XmlDocument, element: ET.Element) -> _UrdfJoint:
     name = doc.name(element, "name", "<joint> name")
     what = f"joint '{name}'"
     kind = element.get("type")
-    if kind in _UNSUPPORTED:
-        raise doc.error(element, what, f"joint type '{kind}' is not supported; use revolute, "
-                        "continuous, prismatic or fixed (floating_base=True for a free base)")
     if kind not in _MOVING and kind != "fixed":
         shown = "none" if kind is None else f"'{kind[:40]}'"
-        raise doc.error(element, what, f"unknown joint type {shown}; expected revolute, "
-                        "continuous, prismatic or fixed")
+        raise doc.error(element, what, f"unknown joint type {shown}; expected {_KINDS}")
     links = {}
     for role in ("parent", "child"):
         tag = element.find(role)
@@ -196,11 +205,23 @@ def _read_joint(doc: XmlDocument, element: ET.Element) -> _UrdfJoint:
         links[role] = doc.name(tag, "link", f"{what}: <{role}> link")
     axis = np.array([1.0, 0.0, 0.0])
     axis_el = element.find("axis")
-    if axis_el is not None and kind != "fixed":
+    scalar = kind in ("revolute", "continuous", "prismatic")
+    if axis_el is not None and scalar:
         axis = _unit_axis(doc, axis_el, what)
+    elif not scalar and kind != "fixed":
+        if axis_el is not None and kind == "planar":
+            normal = _unit_axis(doc, axis_el, what)
+            if not np.allclose(normal, (0.0, 0.0, 1.0), atol=1e-12):
+                raise doc.error(axis_el, what, "a planar joint moves in the xy plane of its "
+                                "frame (Pinocchio's JointModelPlanar): its <axis> (the "
+                                f"plane's normal) must be 0 0 1, not {_shown(normal)}; "
+                                "rotate the joint's <origin> instead")
+        axis = np.zeros(3)
     limits = JointLimits()
     limit_el = element.find("limit")
-    if limit_el is not None and kind != "continuous":
+    if limit_el is not None and not scalar:
+        pass  # a multi-dof joint's limits have no scalar meaning; Pinocchio drops them too
+    elif limit_el is not None and kind != "continuous":
         limits = JointLimits(*(doc.number(limit_el, k, what, d) for k, d in (
             ("lower", 0.0), ("upper", 0.0), ("effort", 0.0), ("velocity", 0.0))))
     elif limit_el is not None:
@@ -219,6 +240,10 @@ def _read_joint(doc: XmlDocument, element: ET.Element) -> _UrdfJoint:
                       doc.number(mimic_el, "offset", what, 0.0))
     return _UrdfJoint(name, kind, links["parent"], links["child"], _origin(doc, element, what),
                       axis, limits, damping, friction, mimic)
+
+
+def _shown(v: np.ndarray) -> str:
+    return " ".join(f"{x:.6g}" for x in v)
 
 
 def _unit_axis(doc: XmlDocument, axis_el: ET.Element, what: str) -> np.ndarray:
@@ -258,9 +283,11 @@ def _find_root(doc: XmlDocument, links: dict[str, ET.Element],
 
 
 def parse_urdf(urdf: str | os.PathLike | bytes, *, floating_base: bool = False,
-               source: str | None = None) -> RobotModel:
+               source: str | None = None, mimic: bool = False) -> RobotModel:
     """Parse a URDF (a path, or the document's bytes) into a `RobotModel`.
 
+    mimic: couple each `<mimic>` joint to its leader (`RobotModel.coupling`: reduced
+    coordinates); by default they are independent joints, as in Pinocchio.
     Raises `URDFError` naming the file and the element for any defect.
     """
     # Parsing allocates a few objects per element and keeps all of them: the cyclic
@@ -268,14 +295,14 @@ def parse_urdf(urdf: str | os.PathLike | bytes, *, floating_base: bool = False,
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _parse(urdf, floating_base, source)
+        return _parse(urdf, floating_base, source, mimic)
     finally:
         if collecting:
             gc.enable()
 
 
-def _parse(urdf: str | os.PathLike | bytes, floating_base: bool, source: str | None
-           ) -> RobotModel:
+def _parse(urdf: str | os.PathLike | bytes, floating_base: bool, source: str | None,
+           mimic: bool = False) -> RobotModel:
     if isinstance(urdf, bytes):
         data, source = urdf, source or "<urdf string>"
     else:
@@ -351,10 +378,54 @@ def _parse(urdf: str | os.PathLike | bytes, floating_base: bool, source: str | N
         raise doc.error(doc.root, f"robot '{robot_name}'",
                         f"has no degree of freedom: every joint of the fixed base "
                         f"'{root}' is fixed (add a moving joint, or use floating_base=True)")
-    _warn_mimics(source, robot_name, joints)
+    coupling = None
+    if mimic:
+        coupling = _coupling(doc, builder.joints,
+                             {j.name: (j, e) for j, e in zip(joints, joint_elements,
+                                                             strict=True)})
+    else:
+        _warn_mimics(source, robot_name, joints)
     return RobotModel(robot_name, source, tuple(builder.joints),
                       tuple(Body(n, body_inertia[i]) for i, n in enumerate(builder.body_links)),
-                      tuple(builder.frames), floating_base)
+                      tuple(builder.frames), floating_base, coupling)
+
+
+def _coupling(doc: XmlDocument, model_joints: list[Joint],
+              by_name: dict[str, tuple[_UrdfJoint, ET.Element]]):
+    """The mimic coupling of the tree, every `<mimic>` checked (module doc); None when
+    the robot has no mimic joint."""
+    from grid_codegen.coupling import build_coupling
+
+    index = {j.name: i for i, j in enumerate(model_joints)}
+    mimics: dict[int, tuple[int, float, float]] = {}
+    for i, joint in enumerate(model_joints):
+        if joint.mimic is None:
+            continue
+        urdf_joint, element = by_name[joint.name]
+        tag = element.find("mimic")
+        what = f"joint '{joint.name}'"
+        leader = joint.mimic.joint
+        if not joint.type.scalar:
+            raise doc.error(tag, what, f"a {urdf_joint.kind} joint cannot mimic; mimic joints "
+                            "are revolute, continuous or prismatic")
+        if leader == joint.name:
+            raise doc.error(tag, what, "mimics itself")
+        if leader not in index:
+            kind = by_name[leader][0].kind if leader in by_name else None
+            why = (f"is a {kind} joint, not a moving one" if kind else
+                   "does not exist")
+            raise doc.error(tag, what, f"<mimic joint={quoted(leader)}>: the leader {why}")
+        lead = model_joints[index[leader]]
+        if not lead.type.scalar:
+            raise doc.error(tag, what, f"mimics '{leader}', a {lead.type.value} joint; a "
+                            "leader is revolute, continuous or prismatic")
+        if lead.mimic is not None:
+            raise doc.error(tag, what, f"mimics '{leader}', which mimics "
+                            f"'{lead.mimic.joint}' itself: a leader must be independent "
+                            "(chains and cycles of mimics are refused; point every "
+                            "follower at the independent joint)")
+        mimics[i] = (index[leader], joint.mimic.multiplier, joint.mimic.offset)
+    return build_coupling(model_joints, mimics) if mimics else None
 
 
 def _warn_mimics(source: str, robot: str, joints: list[_UrdfJoint]) -> None:

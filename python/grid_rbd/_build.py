@@ -245,7 +245,7 @@ def _meta(model: Any, options: Any, names: dict[str, Any], toolchain: Toolchain,
     return {
         "schema": 1,
         **names,
-        "nq": model.nq, "nv": model.nv, "nb": model.nb,
+        "nq": model.reduced_nq, "nv": model.reduced_nv, "nb": model.nb,
         "num_ees": len(names["ee_frames"]),
         "dtype": options.dtype,
         "floating_base": bool(floating_base),
@@ -260,15 +260,22 @@ def _meta(model: Any, options: Any, names: dict[str, Any], toolchain: Toolchain,
     }
 
 
+def _has_mimic(urdf_bytes: bytes) -> bool:
+    """Whether the URDF may have a `<mimic>` element (a byte test, conservative: without
+    one, mimic=True parses to the same model as mimic=False, so the key stays the same)."""
+    return b"<mimic" in urdf_bytes
+
+
 def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: bool,
                  options: Any, backend: str, cache_dir: str | os.PathLike | None = None,
-                 force_rebuild: bool = False, plant: dict[str, Any] | None = None
-                 ) -> Registration:
+                 force_rebuild: bool = False, plant: dict[str, Any] | None = None,
+                 mimic: bool = False) -> Registration:
     """The store entry of (`urdf_bytes`, `options`, `floating_base`) for `backend`,
     built and published when needed; records `name` in the manifest.
 
     options: a `grid_codegen.options.CodegenOptions`. urdf_source: a label for messages
-    and meta.json (the path, or "<urdf string>"). Raises `grid_codegen.compile.CompileError`
+    and meta.json (the path, or "<urdf string>"). mimic: couple the URDF's mimic joints
+    (keyed only when it changes the model: True on a URDF that has any). Raises `grid_codegen.compile.CompileError`
     (the log is kept under `<root>/logs/`) when the compiler fails.
     """
     from grid_rbd import __version__
@@ -281,6 +288,8 @@ def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: 
     key_options = {"codegen": options.to_dict(), "floating_base": bool(floating_base)}
     if plant:  # contact frames, a tool: only keyed when asked for (other keys unchanged)
         key_options["plant"] = plant
+    if mimic and _has_mimic(urdf_bytes):  # the coupled model: only keyed when it differs
+        key_options["mimic"] = True
     ikey = input_key(urdf_bytes, key_options, __version__, identity)
     urdf = {"urdf_sha256": sha256_bytes(urdf_bytes), "urdf_source": urdf_source}
 
@@ -306,13 +315,15 @@ def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: 
             if entry is not None:
                 return done(entry, "hit", waited)
         return _build(store, name, urdf_bytes, urdf_source, floating_base, options,
-                      toolchain, identity, ikey, urdf, force_rebuild, waited, done, plant)
+                      toolchain, identity, ikey, urdf, force_rebuild, waited, done, plant,
+                      "mimic" in key_options)
 
 
 def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
            floating_base: bool, options: Any, toolchain: Toolchain,
            identity: dict[str, Any], ikey: str, urdf: dict[str, str], force_rebuild: bool,
-           waited: bool, done: Any, plant: dict[str, Any]) -> Registration:
+           waited: bool, done: Any, plant: dict[str, Any], mimic: bool = False
+           ) -> Registration:
     from grid_codegen import parse_urdf
     from grid_codegen.compile import CompileError, compile_artifact
     from grid_codegen.generate import generate
@@ -320,7 +331,8 @@ def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
     tuning = toolchain.backend == "cuda" and options.strategy == "auto"
     progress = Progress(name, total_phases=5 if tuning else 4)
     with progress.phase("parse", urdf_source):
-        model = parse_urdf(urdf_bytes, floating_base=floating_base, source=urdf_source)
+        model = parse_urdf(urdf_bytes, floating_base=floating_base, source=urdf_source,
+                           mimic=mimic)
         try:
             ee_frames = model.end_effector_frames(options.ee_joint_names or None)
         except KeyError as exc:

@@ -55,6 +55,7 @@ def resolve_device(device: str) -> str:
 
 def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    urdf_string: str | None = None, floating_base: bool = False,
+                   mimic: bool = False,
                    max_batch_size: int = 65536, dtype: str = "float32",
                    ee_joint_names: Sequence[str] | None = None,
                    algorithm_list: Sequence[str] | None = None,
@@ -69,6 +70,11 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     name: the name `get_robot(name)` finds it under later.
     urdf_path / urdf_string: exactly one: a URDF file, or the URDF text.
     floating_base: add a free-flyer root (q = [p(3), quat xyzw(4), joints], nv = 6 + joints).
+    mimic: couple each URDF `<mimic>` joint to its leader (q = multiplier * q_leader +
+        offset): nq and nv count the independent joints only and every method and
+        gradient is in those reduced coordinates (docs/joints.md). Default False reads
+        mimic joints as independent joints, as Pinocchio does. Keyed only when True and
+        the URDF has mimic joints.
     max_batch_size: the largest batch a call accepts.
     dtype: "float32" (default) or "float64": the compute dtype of inputs and outputs.
     ee_joint_names: fixed-joint frames used as end effectors (default: the leaf bodies).
@@ -156,7 +162,7 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         plant["enable_tool"] = True
     registration = ensure_entry(name, urdf_bytes, source, bool(floating_base), options,
                                 target, cache_dir=cache_dir, force_rebuild=force_rebuild,
-                                plant=plant)
+                                plant=plant, mimic=bool(mimic))
     handle = RobotHandle._open(registration.so_path, name, registration)
     _check_descriptor(handle, registration.entry_dir, name)
     handle._allow_fp64 = bool(allow_fp64)

@@ -101,6 +101,13 @@ class _Plan:
 
     def transforms(self, kb: ItemBuilder, q: Array) -> Array:
         model = self.model
+        if model.coupling is not None:
+            expand = model.coupling.expand_q
+            return kb.call("joint_transforms", "Parent -> body placements X_i = "
+                           "liMi(G q + b) (mimic joints follow their leaders): R row-major "
+                           "(9), p (3).",
+                           lambda q: _flat_transforms(A.joint_transforms(model, expand(q))),
+                           [q], "X")
         return kb.call("joint_transforms",
                        "Parent -> body placements X_i = liMi(q): R row-major (9), p (3).",
                        lambda q: _flat_transforms(A.joint_transforms(model, q)), [q], "X")
@@ -190,7 +197,11 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     def unX(x: Sequence) -> list[tuple]:
         return _unflatten(x, nb)
 
-    if name == "inverse_dynamics":
+    if model.coupling is not None:
+        from grid_codegen.emit.thread_coupled import build_coupled
+
+        build_coupled(plan, kb, algorithm, dims, ports, out, X, unX, CENTROIDAL_PASSES)
+    elif name == "inverse_dynamics":
         plan.dynamics_call(
             kb, "rnea", "Inverse dynamics by RNEA (forward and backward passes).",
             lambda x, qd, qdd, f, I, g: A.rnea(model, unX(x), I, qd, qdd, f, g),

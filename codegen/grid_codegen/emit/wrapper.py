@@ -381,7 +381,7 @@ def _emit_descriptor(w: Writer, model: RobotModel, options: CodegenOptions,
     simd = "grid::simd_width<Scalar>()"
     fields = [
         "GRID_ABI_VERSION", "(int32_t)sizeof(grid_descriptor)", c_string(model.name),
-        str(model.nq), str(model.nv), str(model.nb), "grid::kNumEes",
+        str(model.reduced_nq), str(model.reduced_nv), str(model.nb), "grid::kNumEes",
         c_string(options.dtype), "(int32_t)sizeof(Scalar)", "grid::kMaxBatch",
         "GRID_COMPILED_ARCHS", c_string(options.strategy),
         c_string(options.canonical_json()), "GRID_IS_CUDA", str(int(options.runtime_inertia)),

@@ -86,7 +86,21 @@ def joint_transform(joint: Joint, q: Sequence) -> sp.Placement:
         if np.array_equal(R0, np.eye(3)) and not p0.any():
             return motion
         return sp.compose(placement, motion)
+    if joint.type in (JointType.SPHERICAL, JointType.PLANAR):
+        motion = (planar_motion(q) if joint.type is JointType.PLANAR else
+                  (sp.quat_to_rotation(q[0:4]), [0.0, 0.0, 0.0]))
+        if np.array_equal(R0, np.eye(3)) and not p0.any():
+            return motion
+        return sp.compose(([float(x) for x in R0.reshape(9)], [float(x) for x in p0]), motion)
     raise NotImplementedError(f"joint type {joint.type}")  # pragma: no cover
+
+
+def planar_motion(q: Sequence) -> sp.Placement:
+    """The motion of a planar joint `[x, y, cos t, sin t]`: `(Rz(t), [x, y, 0])`, the
+    `(cos, sin)` pair normalised first (as a free flyer's quaternion)."""
+    n = 1.0 / sqrt(q[2] * q[2] + q[3] * q[3])
+    c, s = q[2] * n, q[3] * n
+    return [c, -s, 0.0, s, c, 0.0, 0.0, 0.0, 1.0], [q[0], q[1], 0.0]
 
 
 def joint_transforms(model: RobotModel, q: Sequence) -> list[sp.Placement]:

@@ -17,7 +17,14 @@ import numpy as np
 from grid_codegen.model import Frame, Joint, JointType, RobotModel
 from grid_codegen.symbolic import algorithms as A
 from grid_codegen.symbolic import spatial as sp
-from grid_codegen.symbolic.dual import cos, hessian_entry, second_order_seed, sin, sqrt
+from grid_codegen.symbolic.dual import (
+    atan2,
+    cos,
+    hessian_entry,
+    second_order_seed,
+    sin,
+    sqrt,
+)
 
 Quat = list  # [x, y, z, w]
 
@@ -88,6 +95,15 @@ def joint_quaternion(joint: Joint, q: Sequence) -> Quat:
         n = 1.0 / sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2]
                        + quat[3] * quat[3])
         return _product(origin, [c * n for c in quat])
+    if joint.type is JointType.SPHERICAL:
+        n = 1.0 / sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+        return _product(origin, [c * n for c in q[0:4]])
+    if joint.type is JointType.PLANAR:
+        # Rz(t) as [0, 0, sin(t/2), cos(t/2)], t = atan2(sin, cos) in (-pi, pi]: the sign
+        # jumps where t crosses pi (a revolute joint's does where its angle crosses 2 pi).
+        n = 1.0 / sqrt(q[2] * q[2] + q[3] * q[3])
+        half = atan2(q[3] * n, q[2] * n) * 0.5
+        return _product(origin, [0.0, 0.0, sin(half), cos(half)])
     raise NotImplementedError(f"joint type {joint.type}")  # pragma: no cover
 
 
@@ -148,6 +164,10 @@ def move_along_chart(model: RobotModel, X: list, delta: Sequence) -> list:
                     [float(a) * d[0] for a in joint.axis])
         elif joint.type is JointType.FREE_FLYER:
             step = _exp_second_order(d[:3], d[3:])
+        elif joint.type is JointType.SPHERICAL:
+            step = (_exp_second_order([0.0, 0.0, 0.0], d)[0], [0.0, 0.0, 0.0])
+        elif joint.type is JointType.PLANAR:
+            step = _exp_second_order([d[0], d[1], 0.0], [0.0, 0.0, d[2]])
         else:  # pragma: no cover
             raise NotImplementedError(f"joint type {joint.type}")
         out.append(sp.compose(Xi, step))

@@ -43,8 +43,14 @@ def integrate(model: RobotModel, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
     out = q.copy()
     for joint in model.joints:
         iq, iv = joint.idx_q, joint.idx_v
-        if joint.type is not JointType.FREE_FLYER:
+        if joint.type.scalar:
             out[:, iq] += dq[:, iv]
+            continue
+        if joint.type is JointType.SPHERICAL:
+            out[:, iq:iq + 4] = _quat_step(q[:, iq:iq + 4], dq[:, iv:iv + 3])
+            continue
+        if joint.type is JointType.PLANAR:
+            out[:, iq:iq + 4] = _planar_integrate(q[:, iq:iq + 4], dq[:, iv:iv + 3])
             continue
         p, quat = q[:, iq:iq + 3], q[:, iq + 3:iq + 7]
         v, w = dq[:, iv:iv + 3], dq[:, iv + 3:iv + 6]
@@ -54,14 +60,48 @@ def integrate(model: RobotModel, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
         V = np.eye(3) + b[:, None, None] * W + c[:, None, None] * (W @ W)
         R = spatial.quat_xyzw_to_matrix(quat)
         out[:, iq:iq + 3] = p + (R @ (V @ v[:, :, None]))[:, :, 0]
-        # exp(w / 2) = [sin(t/2) w / t, cos(t/2)]; sin(t/2)/t = 0.5 sinc(t/2).
-        half_sinc, _, _ = _sinc_terms(0.5 * theta)
-        step = np.concatenate([0.5 * half_sinc[:, None] * w, np.cos(0.5 * theta)[:, None]], 1)
-        new = _quat_multiply(quat, step)
-        new /= np.linalg.norm(new, axis=1, keepdims=True)
-        new *= np.where(np.sum(new * quat, axis=1, keepdims=True) < 0.0, -1.0, 1.0)
-        out[:, iq + 3:iq + 7] = new
+        out[:, iq + 3:iq + 7] = _quat_step(quat, w)
     return out
+
+
+def _quat_step(quat: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """`quat * exp(w / 2)` normalised, in the input's hemisphere (a rotation by the local
+    angular step `w`, as `pin.integrate` on a free flyer or a spherical joint)."""
+    theta = np.linalg.norm(w, axis=1)
+    # exp(w / 2) = [sin(t/2) w / t, cos(t/2)]; sin(t/2)/t = 0.5 sinc(t/2).
+    half_sinc, _, _ = _sinc_terms(0.5 * theta)
+    step = np.concatenate([0.5 * half_sinc[:, None] * w, np.cos(0.5 * theta)[:, None]], 1)
+    new = _quat_multiply(quat, step)
+    new /= np.linalg.norm(new, axis=1, keepdims=True)
+    return new * np.where(np.sum(new * quat, axis=1, keepdims=True) < 0.0, -1.0, 1.0)
+
+
+def _planar_integrate(q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+    """`[x, y, cos, sin] (+) [v_x, v_y, w_z]`: the SE(2) exponential of the local twist
+    (SE(3)'s on the twist `[v_x, v_y, 0, 0, 0, w_z]`)."""
+    R, p = _planar_placement(q)
+    Re, pe = se3_exp(*_planar_twist(dq))
+    R1 = R @ Re
+    return np.concatenate([(p + (R @ pe[:, :, None])[..., 0])[:, :2], R1[:, 0, :1],
+                           R1[:, 1, :1]], axis=1)
+
+
+def _planar_placement(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    cs = q[:, 2:4] / np.linalg.norm(q[:, 2:4], axis=1, keepdims=True)
+    R = np.zeros((len(q), 3, 3))
+    R[:, 0, 0] = R[:, 1, 1] = cs[:, 0]
+    R[:, 1, 0], R[:, 0, 1] = cs[:, 1], -cs[:, 1]
+    R[:, 2, 2] = 1.0
+    return R, np.concatenate([q[:, :2], np.zeros((len(q), 1))], axis=1)
+
+
+def _planar_twist(dq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    zero = np.zeros((len(dq), 1))
+    return (np.concatenate([dq[:, :2], zero], 1),
+            np.concatenate([zero, zero, dq[:, 2:3]], 1))
+
+
+_PLANAR_ROWS = np.array([0, 1, 5])  # [v_x, v_y, w_z] in the [linear; angular] twist
 
 
 # -- the free flyer's SE(3) chart: difference and the Jacobians of integrate --------------
@@ -128,13 +168,30 @@ def integrate_jacobians(model: RobotModel, q: np.ndarray, dq: np.ndarray
     d_q = np.broadcast_to(np.eye(model.nv), (batch, model.nv, model.nv)).copy()
     d_v = d_q.copy()
     for joint in model.joints:
-        if joint.type is JointType.FREE_FLYER:
-            iv = joint.idx_v
-            v, w = dq[:, iv:iv + 3], dq[:, iv + 3:iv + 6]
-            R, p = se3_exp(v, w)
-            d_q[:, iv:iv + 6, iv:iv + 6] = _adjoint_inverse(R, p)
-            d_v[:, iv:iv + 6, iv:iv + 6] = se3_left_jacobian(-v, -w)
+        rows, v, w = _twist_rows(joint, dq)
+        if rows is None:
+            continue
+        R, p = se3_exp(v, w)
+        block = np.ix_(range(batch), joint.idx_v + np.arange(len(rows)),
+                       joint.idx_v + np.arange(len(rows)))
+        d_q[block] = _adjoint_inverse(R, p)[:, rows][:, :, rows]
+        d_v[block] = se3_left_jacobian(-v, -w)[:, rows][:, :, rows]
     return d_q, d_v
+
+
+def _twist_rows(joint, dq: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Where a joint's tangent sits in the `[linear; angular]` twist (None for a scalar
+    joint) and its `(v, w)` parts: a spherical joint's and a planar joint's Lie groups
+    (SO(3), SE(2)) are subgroups of the free flyer's SE(3), so their chart Jacobians are
+    blocks of SE(3)'s."""
+    iv = joint.idx_v
+    if joint.type is JointType.FREE_FLYER:
+        return np.arange(6), dq[:, iv:iv + 3], dq[:, iv + 3:iv + 6]
+    if joint.type is JointType.SPHERICAL:
+        return np.arange(3, 6), np.zeros((len(dq), 3)), dq[:, iv:iv + 3]
+    if joint.type is JointType.PLANAR:
+        return (_PLANAR_ROWS, *_planar_twist(dq[:, iv:iv + 3]))
+    return None, dq, dq
 
 
 def difference(model: RobotModel, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
@@ -144,25 +201,45 @@ def difference(model: RobotModel, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
     out = np.zeros((max(len(q0), len(q1)), model.nv))
     for joint in model.joints:
         iq, iv = joint.idx_q, joint.idx_v
-        if joint.type is not JointType.FREE_FLYER:
+        if joint.type.scalar:
             out[:, iv] = q1[:, iq] - q0[:, iq]
+            continue
+        if joint.type is JointType.SPHERICAL:
+            out[:, iv:iv + 3] = _quat_log(q0[:, iq:iq + 4], q1[:, iq:iq + 4])
+            continue
+        if joint.type is JointType.PLANAR:
+            R0, p0 = _planar_placement(q0[:, iq:iq + 4])
+            R1, p1 = _planar_placement(q1[:, iq:iq + 4])
+            angle = np.arctan2(R1[:, 1, 0] * R0[:, 0, 0] - R1[:, 0, 0] * R0[:, 1, 0],
+                               R1[:, 0, 0] * R0[:, 0, 0] + R1[:, 1, 0] * R0[:, 1, 0])
+            w = np.zeros((len(angle), 3))
+            w[:, 2] = angle
+            p = (np.swapaxes(R0, 1, 2) @ (p1 - p0)[:, :, None])[..., 0]
+            v = np.linalg.solve(se3_left_jacobian(np.zeros_like(w), w)[:, :3, :3],
+                                p[:, :, None])[..., 0]
+            out[:, iv:iv + 3] = np.concatenate([v[:, :2], angle[:, None]], axis=1)
             continue
         quat0 = q0[:, iq + 3:iq + 7] / np.linalg.norm(q0[:, iq + 3:iq + 7], axis=1,
                                                       keepdims=True)
-        quat1 = q1[:, iq + 3:iq + 7] / np.linalg.norm(q1[:, iq + 3:iq + 7], axis=1,
-                                                      keepdims=True)
-        conj = np.concatenate([-quat0[:, :3], quat0[:, 3:]], axis=1)
-        rel = _quat_multiply(conj, quat1)
-        rel *= np.where(rel[:, 3:] < 0.0, -1.0, 1.0)
-        sin_half = np.linalg.norm(rel[:, :3], axis=1)
-        theta = 2.0 * np.arctan2(sin_half, rel[:, 3])
-        scale = np.where(sin_half < 1e-12, 2.0, theta / np.maximum(sin_half, 1e-300))
-        w = rel[:, :3] * scale[:, None]
+        w = _quat_log(q0[:, iq + 3:iq + 7], q1[:, iq + 3:iq + 7])
         R0 = spatial.quat_xyzw_to_matrix(quat0)
         p = (np.swapaxes(R0, 1, 2) @ (q1[:, iq:iq + 3] - q0[:, iq:iq + 3])[:, :, None])[..., 0]
         out[:, iv:iv + 6] = np.concatenate([np.linalg.solve(
             se3_left_jacobian(np.zeros_like(w), w)[:, :3, :3], p[:, :, None])[..., 0], w], 1)
     return out
+
+
+def _quat_log(quat0: np.ndarray, quat1: np.ndarray) -> np.ndarray:
+    """`log(R0^T R1)` `(B, 3)` of two (normalised here) quaternions, angle <= pi."""
+    quat0 = quat0 / np.linalg.norm(quat0, axis=1, keepdims=True)
+    quat1 = quat1 / np.linalg.norm(quat1, axis=1, keepdims=True)
+    conj = np.concatenate([-quat0[:, :3], quat0[:, 3:]], axis=1)
+    rel = _quat_multiply(conj, quat1)
+    rel *= np.where(rel[:, 3:] < 0.0, -1.0, 1.0)
+    sin_half = np.linalg.norm(rel[:, :3], axis=1)
+    theta = 2.0 * np.arctan2(sin_half, rel[:, 3])
+    scale = np.where(sin_half < 1e-12, 2.0, theta / np.maximum(sin_half, 1e-300))
+    return rel[:, :3] * scale[:, None]
 
 
 def difference_jacobian(model: RobotModel, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
@@ -172,8 +249,10 @@ def difference_jacobian(model: RobotModel, q0: np.ndarray, q1: np.ndarray) -> np
     e = difference(model, q0, q1)
     out = np.broadcast_to(np.eye(model.nv), (len(e), model.nv, model.nv)).copy()
     for joint in model.joints:
-        if joint.type is JointType.FREE_FLYER:
-            iv = joint.idx_v
-            Jr = se3_left_jacobian(-e[:, iv:iv + 3], -e[:, iv + 3:iv + 6])
-            out[:, iv:iv + 6, iv:iv + 6] = np.linalg.inv(Jr)
+        rows, v, w = _twist_rows(joint, e)
+        if rows is None:
+            continue
+        Jr = se3_left_jacobian(-v, -w)[:, rows][:, :, rows]
+        span = joint.idx_v + np.arange(len(rows))
+        out[np.ix_(range(len(e)), span, span)] = np.linalg.inv(Jr)
     return out

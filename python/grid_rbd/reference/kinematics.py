@@ -33,6 +33,15 @@ def joint_placement(model: RobotModel, i: int, q: np.ndarray
         Rj, pj = spatial.quat_xyzw_to_matrix(qi[:, 3:7]), qi[:, :3]
     elif joint.type is JointType.REVOLUTE:
         Rj, pj = spatial.axis_rotation(joint.axis, qi[:, 0]), np.zeros((batch, 3))
+    elif joint.type is JointType.SPHERICAL:
+        Rj, pj = spatial.quat_xyzw_to_matrix(qi), np.zeros((batch, 3))
+    elif joint.type is JointType.PLANAR:
+        cs = qi[:, 2:4] / np.linalg.norm(qi[:, 2:4], axis=1, keepdims=True)
+        Rj = np.zeros((batch, 3, 3))
+        Rj[:, 0, 0] = Rj[:, 1, 1] = cs[:, 0]
+        Rj[:, 1, 0], Rj[:, 0, 1] = cs[:, 1], -cs[:, 1]
+        Rj[:, 2, 2] = 1.0
+        pj = np.concatenate([qi[:, :2], np.zeros((batch, 1))], axis=1)
     else:
         Rj, pj = np.broadcast_to(np.eye(3), (batch, 3, 3)), qi[:, :1] * joint.axis
     R0 = np.broadcast_to(joint.placement.R, (batch, 3, 3))
