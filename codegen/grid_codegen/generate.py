@@ -20,6 +20,7 @@ from grid_codegen.emit.strategy import make_strategy
 from grid_codegen.emit.thread import TooLarge, build_thread_item
 from grid_codegen.emit.wrapper import AlgorithmBuild, emit_unit, emit_wrapper, unit_file
 from grid_codegen.emit.writer import Writer, comment_text
+from grid_codegen.joint_dynamics import JointDynamics
 from grid_codegen.model import JointType, RobotModel
 from grid_codegen.options import CodegenOptions
 from grid_codegen.registry import MAX_INPUTS, Dims, algorithm
@@ -41,6 +42,8 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     ee_frames = model.end_effector_frames(options.ee_joint_names or None)
     dims = Dims(model.reduced_nq, model.reduced_nv, model.nb, len(ee_frames))
     strategies = dispatch.strategies_for(options.strategy)
+    jd = JointDynamics.of(model, options)
+    joint_table = jd.table_size if jd is not None and jd.runtime else 0
 
     library = PassLibrary()
     thread_items = Writer()
@@ -61,7 +64,7 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
                      else dispatch.THREAD_MAX_OPS)
             try:
                 item = build_thread_item(library, model, ee_frames, options.runtime_inertia,
-                                         entry, dims, text, limit)
+                                         entry, dims, text, limit, joint_dynamics=jd)
             except TooLarge as exc:
                 library.rollback(checkpoint)
                 ops = exc.ops
@@ -72,19 +75,19 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
                     thread_items.extend(text)
                     thread_items.line()
                     variants.append(emit_thread_variant(kernels, entry, dims, item.name,
-                                                        item.ops))
+                                                        item.ops, bool(joint_table)))
                 ops = item.ops
         for strategy in wanted:
             if strategy == "thread":
                 continue
             ctx = EmitContext(model=model, options=options, strategy=make_strategy(strategy),
-                              ee_frames=ee_frames)
+                              ee_frames=ee_frames, joint_dynamics=jd)
             spec = BUILDERS[name](ctx)
             _check_ports(spec, entry, dims)
             item_name = emit_level_item(ctx, kernels, spec)
             variants.append(emit_level_variant(
                 kernels, entry, dims, strategy, item_name, spec.layout.size_constant,
-                ops, ctx.strategy.threads_per_block()))
+                ops, ctx.strategy.threads_per_block(), joint_table))
         model_variants = [dispatch.Variant(v.strategy, max(v.ops, ops)) for v in variants]
         builds.append(AlgorithmBuild(
             entry, tuple(variants),
@@ -111,7 +114,7 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
         built = [(b.algorithm.name, tuple(v.strategy for v in b.variants)) for b in builds]
         emit_device_api(w, model, options, dims, ee_frames, built, tuple(contact_frames))
     files = {"grid.cuh": w.text(), "wrapper.cu": emit_wrapper(model, options, dims, builds,
-                                                              units)}
+                                                              units, jd)}
     if units:
         for build in builds:
             files[unit_file(build.algorithm.name)] = emit_unit(model, options, build)
@@ -159,4 +162,7 @@ def _emit_robot_constants(w: Writer, model: RobotModel, options: CodegenOptions,
         w.line("const T* inertia;")
         w.line("T gravity;")
         w.line("int batch;")
+        if options.runtime_joint_dynamics:
+            w.line("const T* joint_dynamics;  // [damping (n) | friction (n)], "
+                   "grid_codegen.joint_dynamics")
     w.line()

@@ -12,6 +12,7 @@ different GPUs share their generated sources and a CPU artifact never depends on
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 
 from grid_codegen.registry import DEFAULT_NAMES as DEFAULT_ALGORITHMS
@@ -20,6 +21,15 @@ from grid_codegen.registry import PROFILES, expand_profiles
 
 DTYPES = ("float32", "float64")
 STRATEGIES = ("auto", "thread", "warp", "block")
+FRICTION_MODELS = ("sign", "tanh")
+DEFAULT_FRICTION_WIDTH = 0.01
+"""The tanh friction model's default velocity scale (rad/s or m/s): friction reaches
+76% of its Coulomb value at |qd| = width, 99.5% at 3 width."""
+
+# Options added after version 3 enter the canonical JSON only when set away from their
+# defaults, so that the keys of builds that do not use them stay what they were.
+_KEYED_WHEN_SET = {"use_joint_dynamics": False, "runtime_joint_dynamics": False,
+                   "friction_model": "sign", "friction_width": None}
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,17 @@ class CodegenOptions:
         thread block (GRiD's level-synchronous passes). "auto" (the default) builds every
         strategy that suits the robot and picks one per algorithm and batch size at run
         time (`grid_codegen.dispatch` says how).
+    use_joint_dynamics: add each joint's viscous damping and Coulomb friction (the URDF's
+        `<dynamics damping= friction=>`, free-flyer dofs excluded) to inverse dynamics,
+        forward dynamics and their gradients (`grid_codegen.emit.joint_dynamics` gives
+        the equations and the sign convention).
+    runtime_joint_dynamics: the damping and friction coefficients are a per-context table
+        (`set_joint_dynamics`) initialised from the URDF; implies the terms are on.
+    friction_model: "sign" (default: `friction * sign(qd)`, zero derivative) or "tanh"
+        (`friction * tanh(qd / friction_width)`, smooth for gradients); "tanh" needs joint
+        dynamics on.
+    friction_width: the tanh model's velocity scale, one value or one per joint-dynamics
+        dof (positive; default DEFAULT_FRICTION_WIDTH); only with friction_model="tanh".
     """
 
     dtype: str = "float32"
@@ -49,6 +70,10 @@ class CodegenOptions:
     ee_joint_names: tuple[str, ...] = ()
     runtime_inertia: bool = False
     strategy: str = "auto"
+    use_joint_dynamics: bool = False
+    runtime_joint_dynamics: bool = False
+    friction_model: str = "sign"
+    friction_width: float | tuple[float, ...] | None = None
     _version: int = field(default=3, repr=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +98,51 @@ class CodegenOptions:
                  else tuple(self.ee_joint_names or ()))
         object.__setattr__(self, "ee_joint_names", tuple(str(n) for n in names))
         object.__setattr__(self, "runtime_inertia", bool(self.runtime_inertia))
+        self._check_joint_dynamics()
+
+    def _check_joint_dynamics(self) -> None:
+        object.__setattr__(self, "use_joint_dynamics", bool(self.use_joint_dynamics))
+        object.__setattr__(self, "runtime_joint_dynamics", bool(self.runtime_joint_dynamics))
+        if self.friction_model not in FRICTION_MODELS:
+            raise ValueError(f"friction_model must be 'sign' or 'tanh', got "
+                             f"{self.friction_model!r}")
+        on = self.joint_dynamics
+        if self.friction_model == "tanh" and not on:
+            raise ValueError("friction_model='tanh' requires use_joint_dynamics=True (or "
+                             "runtime_joint_dynamics=True)")
+        width = self.friction_width
+        if width is None:
+            return
+        if not on:
+            raise ValueError("friction_width requires use_joint_dynamics=True and "
+                             "friction_model='tanh'")
+        if self.friction_model != "tanh":
+            raise ValueError("friction_width applies to friction_model='tanh' only")
+        try:
+            values = ((float(width),) if not isinstance(width, (list, tuple))
+                      else tuple(float(w) for w in width))
+        except (TypeError, ValueError):
+            raise ValueError(f"friction_width must be a positive number or a list of "
+                             f"them, got {width!r}") from None
+        if not values or not all(math.isfinite(w) and w > 0 for w in values):
+            raise ValueError(f"friction_width must be finite and positive, got {width!r}")
+        object.__setattr__(self, "friction_width",
+                           values[0] if not isinstance(width, (list, tuple)) else values)
+
+    @property
+    def joint_dynamics(self) -> bool:
+        """Whether the damping and friction terms are in the dynamics."""
+        return self.use_joint_dynamics or self.runtime_joint_dynamics
+
+    def friction_widths(self, n: int) -> tuple[float, ...]:
+        """The tanh model's width per joint-dynamics dof (`n` of them)."""
+        width = DEFAULT_FRICTION_WIDTH if self.friction_width is None else self.friction_width
+        if not isinstance(width, tuple):
+            return (float(width),) * n
+        if len(width) != n:
+            raise ValueError(f"friction_width has {len(width)} entries; this robot has {n} "
+                             "joint-dynamics dofs (its tangent dofs less a free flyer's 6)")
+        return width
 
     @property
     def scalar(self) -> str:
@@ -82,6 +152,9 @@ class CodegenOptions:
     def to_dict(self) -> dict[str, object]:
         out = asdict(self)
         out["version"] = out.pop("_version")
+        for key, default in _KEYED_WHEN_SET.items():
+            if out[key] == default:
+                del out[key]
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
     def canonical_json(self) -> str:

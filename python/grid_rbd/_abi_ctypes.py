@@ -101,4 +101,9 @@ class GridDescriptor(ctypes.Structure):
         ("chosen_variant", ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
                                             ctypes.c_int32)),
         ("cpu_simd_width", ctypes.c_int32), ("reserved", ctypes.c_int32),
+        ("runtime_joint_dynamics", ctypes.c_int32),
+        ("joint_dynamics_table_size", ctypes.c_int32),
+        ("default_joint_dynamics_table", ctypes.c_void_p),
+        ("set_joint_dynamics_table", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
+                                                      ctypes.c_void_p)),
     ]

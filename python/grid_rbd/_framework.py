@@ -105,6 +105,16 @@ class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods, ContactMeth
     def get_inertia_params(self) -> np.ndarray:
         return self._base.get_inertia_params()
 
+    def set_joint_dynamics(self, damping: Any = None, friction: Any = None) -> int:
+        """Replace the context's joint damping / friction (see the numpy handle); returns
+        the new model version. A backward whose forward ran before this call is refused."""
+        def host(x: Any) -> Any:
+            return x.detach().cpu().numpy() if hasattr(x, "detach") else x
+        return self._base.set_joint_dynamics(host(damping), host(friction))
+
+    def get_joint_dynamics(self) -> dict[str, np.ndarray]:
+        return self._base.get_joint_dynamics()
+
     def context(self, workspace_slots: int = 0) -> FrameworkHandle:
         """A view of this backend over a new explicit context (its own tables); closing
         the returned handle closes that context."""

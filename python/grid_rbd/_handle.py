@@ -333,6 +333,51 @@ class RobotHandle(ParameterSensitivities, FrameMethods, PlantMethods, ContactMet
         arr = np.ascontiguousarray(arr.reshape(shape), dtype=self._dtype)
         return int(self._artifact.set_inertia_params(self._ctx_id, arr))
 
+    @property
+    def runtime_joint_dynamics(self) -> bool:
+        """Whether `set_joint_dynamics` is available (a runtime_joint_dynamics=True build)."""
+        return bool(self._info.get("runtime_joint_dynamics", False))
+
+    def set_joint_dynamics(self, damping=None, friction=None) -> int:
+        """Replace this context's joint damping and Coulomb friction coefficients (each
+        `(n,)`, n = the tangent dofs less a free flyer's 6; None keeps the current
+        values); finite and non-negative. Serialised against every in-flight call; bumps
+        `model_version` (a deferred torch / JAX backward of an older forward is refused).
+        Returns the new model version."""
+        self._check_open()
+        if not self.runtime_joint_dynamics:
+            raise RuntimeError(f"{self._name} was built without runtime_joint_dynamics; "
+                               "register it with runtime_joint_dynamics=True to set joint "
+                               "damping and friction")
+        current = self.get_joint_dynamics()
+        n = len(current["damping"])
+        values = []
+        for what, given in (("damping", damping), ("friction", friction)):
+            if given is None:
+                values.append(current[what])
+                continue
+            arr = np.asarray(given)
+            if arr.shape != (n,):
+                raise ValueError(f"{what} has shape {arr.shape}; this robot has ({n},) "
+                                 "joint-dynamics dofs (its tangent dofs less a free flyer's)")
+            if arr.dtype.kind not in "fiu":
+                raise ValueError(f"{what} has dtype {arr.dtype}; expected real numbers")
+            arr = arr.astype(np.float64)
+            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+                raise ValueError(f"{what} must be finite and non-negative, got {arr}")
+            values.append(arr)
+        table = np.ascontiguousarray(np.concatenate(values), dtype=self._dtype)
+        return int(self._artifact.set_joint_dynamics(self._ctx_id, table.tobytes()))
+
+    def get_joint_dynamics(self) -> dict[str, np.ndarray]:
+        """This context's `{"damping": (n,), "friction": (n,)}` (empty arrays on a build
+        without joint dynamics)."""
+        self._check_open()
+        table = np.frombuffer(self._artifact.get_joint_dynamics(self._ctx_id),
+                              dtype=self._dtype).copy()
+        n = len(table) // 2
+        return {"damping": table[:n], "friction": table[n:]}
+
     def get_inertia_params(self) -> np.ndarray:
         """This context's current inertia table, (nb, 10)."""
         self._check_open()

@@ -64,7 +64,10 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    force_rebuild: bool = False, strategy: str = "auto",
                    contact_frames: Sequence[str] | None = None,
                    cost_frames: Sequence[str] | None = None,
-                   enable_tool: bool = False, allow_fp64: bool = False) -> Any:
+                   enable_tool: bool = False, allow_fp64: bool = False,
+                   use_joint_dynamics: bool = False, friction_model: str = "sign",
+                   friction_width: float | Sequence[float] | None = None,
+                   runtime_joint_dynamics: bool = False) -> Any:
     """Compile (or find in the store) the artifact of a robot and return its handle.
 
     name: the name `get_robot(name)` finds it under later.
@@ -83,6 +86,14 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         mass, centroidal momentum, energy, Coriolis matrix, gravity, regressors), "all".
         A method whose algorithm was not built says which profile to add.
     runtime_inertia: read inertias from a per-context table (`set_inertia_params`).
+    use_joint_dynamics: add the URDF's joint damping and Coulomb friction to inverse and
+        forward dynamics and their gradients (tau = ID_rigid + damping qd + friction
+        phi(qd); free-flyer dofs excluded; docs/numpy.md "Joint dynamics").
+    friction_model: "sign" (default) or "tanh" (`tanh(qd / friction_width)`, smooth for
+        gradients; needs joint dynamics on). friction_width: the tanh velocity scale, one
+        value or one per joint-dynamics dof (default 0.01).
+    runtime_joint_dynamics: the damping and friction coefficients are a per-context table
+        (`set_joint_dynamics`), initialised from the URDF; implies the terms.
     device: "auto" (the GPU when one is usable, else the CPU), "cuda" or "cpu".
     backend: "numpy" (a `RobotHandle`), "jax" (a `grid_rbd.jax.JaxRobotHandle`) or "torch"
         (a `grid_rbd.torch.TorchRobotHandle`); all three share the store entry.
@@ -151,7 +162,10 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         algorithms=(tuple(algorithm_list) if algorithm_list is not None
                     else DEFAULT_ALGORITHMS),
         ee_joint_names=tuple(ee_joint_names or ()), runtime_inertia=bool(runtime_inertia),
-        strategy=strategy)
+        strategy=strategy, use_joint_dynamics=use_joint_dynamics,
+        runtime_joint_dynamics=runtime_joint_dynamics, friction_model=friction_model,
+        friction_width=(tuple(friction_width) if isinstance(friction_width, (list, tuple))
+                        else friction_width))
     target = resolve_device(device)
     plant = {}
     if contact_frames:

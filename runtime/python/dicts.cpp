@@ -69,6 +69,8 @@ py::dict artifact_info(const ArtifactLibrary& library) {
   info["archs"] = d.archs;
   info["is_gpu"] = d.is_gpu != 0;
   info["runtime_inertia"] = d.runtime_inertia != 0;
+  info["runtime_joint_dynamics"] = d.runtime_joint_dynamics != 0;
+  info["joint_dynamics_table_size"] = d.joint_dynamics_table_size;
   info["strategy"] = d.strategy;
   info["options"] = py::module_::import("json").attr("loads")(d.options_json);
   info["algorithms"] = algorithms;

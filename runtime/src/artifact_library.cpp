@@ -78,7 +78,9 @@ void ArtifactLibrary::validate() const {
       d.error_string == nullptr || d.default_inertia_table == nullptr ||
       d.device_alloc == nullptr || d.device_free == nullptr || d.host_alloc_pinned == nullptr ||
       d.host_free_pinned == nullptr || d.copy == nullptr || d.synchronize == nullptr ||
-      d.write_stamp == nullptr) {
+      d.write_stamp == nullptr || d.set_joint_dynamics_table == nullptr ||
+      d.joint_dynamics_table_size < 0 ||
+      (d.joint_dynamics_table_size > 0 && d.default_joint_dynamics_table == nullptr)) {
     fail("a descriptor field is NULL");
   }
 #if GRID_ABI_VERSION >= 4

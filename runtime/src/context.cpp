@@ -97,6 +97,12 @@ Context::Context(std::shared_ptr<const ArtifactLibrary> library, const ContextOp
   const auto* defaults =
       static_cast<const std::byte*>(library_->descriptor().default_inertia_table);
   inertia_.assign(defaults, defaults + library_->inertia_table_bytes());
+  const auto* joint_defaults =
+      static_cast<const std::byte*>(library_->descriptor().default_joint_dynamics_table);
+  if (joint_defaults != nullptr) {
+    joint_dynamics_.assign(joint_defaults,
+                           joint_defaults + library_->joint_dynamics_table_bytes());
+  }
   const WorkspaceFit& fit = workspace_.fit();
   profile_.workspace_slots = fit.slots;
   profile_.workspace_slots_source = fit.source;
@@ -372,6 +378,58 @@ uint64_t Context::set_inertia_params(const std::vector<std::byte>& table, ModelE
 std::vector<std::byte> Context::inertia_params() const {
   const auto admission = admit_shared();
   return inertia_;
+}
+
+namespace {
+
+template <typename T>
+void check_joint_dynamics(const std::vector<std::byte>& table) {
+  const size_t count = table.size() / sizeof(T);
+  for (size_t k = 0; k < count; ++k) {
+    T value;
+    std::memcpy(&value, table.data() + k * sizeof(T), sizeof(T));
+    if (!std::isfinite(value) || value < T(0)) {
+      throw ArgumentError(std::string("joint-dynamics table: ") +
+                          (k < count / 2 ? "damping" : "friction") + " of dof " +
+                          std::to_string(k % (count / 2)) + " is " +
+                          (std::isfinite(value) ? "negative" : "not finite"));
+    }
+  }
+}
+
+}  // namespace
+
+uint64_t Context::set_joint_dynamics(const std::vector<std::byte>& table, ModelEpoch& epoch) {
+  if (!library_->runtime_joint_dynamics()) {
+    throw UnsupportedError("set_joint_dynamics needs an artifact built with "
+                           "runtime_joint_dynamics=True; robot '" + library_->robot_name() +
+                           "' was built without it");
+  }
+  if (table.size() != library_->joint_dynamics_table_bytes()) {
+    throw ArgumentError("joint-dynamics table has " + std::to_string(table.size()) +
+                        " bytes; expected " +
+                        std::to_string(library_->joint_dynamics_table_bytes()) +
+                        " ([damping | friction] of " + library_->dtype() + ")");
+  }
+  if (library_->scalar_size() == sizeof(double)) {
+    check_joint_dynamics<double>(table);
+  } else {
+    check_joint_dynamics<float>(table);
+  }
+  const auto admission = admit_exclusive();
+  fence("set_joint_dynamics");
+  library_->check(library_->descriptor().set_joint_dynamics_table(state_->get(), table.data()),
+                  "set_joint_dynamics");
+  joint_dynamics_ = table;
+  const uint64_t version = epoch.next();
+  write_version_word(version);
+  model_version_.store(version, std::memory_order_release);
+  return version;
+}
+
+std::vector<std::byte> Context::joint_dynamics() const {
+  const auto admission = admit_shared();
+  return joint_dynamics_;
 }
 
 void Context::set_threads_for(int32_t algorithm_id, int32_t threads) {

@@ -21,6 +21,7 @@ from grid_codegen.emit.crba import add_kinematic_buffers
 from grid_codegen.emit.joints import emit_subspace_add, subspace_terms, subspace_transpose_times
 from grid_codegen.emit.kinematics import emit_joint_transforms
 from grid_codegen.emit.layout import Layout
+from grid_codegen.emit.passive import emit_passive_torque
 from grid_codegen.emit.writer import Writer, linear_combination
 from grid_codegen.model import JointType
 
@@ -128,6 +129,7 @@ def aba(ctx: EmitContext) -> AlgorithmSpec:
 
     def body(w: Writer) -> None:
         emit_load(ctx, w, [(L["q"], ports[0]), (qd, ports[1]), (u_in, ports[2])])
+        emit_passive_torque(ctx, w, qd, lambda k: u_in[k], "-")
         emit_joint_transforms(ctx, w, L["q"], X)
         ctx.strategy.schedule(w, model.levels, velocities, "aba velocities")
         ctx.strategy.schedule(w, tuple(reversed(model.levels)), articulated,

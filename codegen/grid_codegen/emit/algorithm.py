@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from grid_codegen.emit.layout import Buffer, Layout
 from grid_codegen.emit.strategy import Strategy
 from grid_codegen.emit.writer import Writer, lit
+from grid_codegen.joint_dynamics import JointDynamics
 from grid_codegen.model import Frame, RobotModel
 from grid_codegen.options import CodegenOptions
 
@@ -60,6 +61,7 @@ class EmitContext:
     options: CodegenOptions
     strategy: Strategy
     ee_frames: tuple[Frame, ...]
+    joint_dynamics: JointDynamics | None = None  # damping and friction (emit.passive)
 
     def emit_inertia(self, w: Writer, body: int, name: str = "I") -> None:
         """Declare `name`: body `body`'s 10 inertial parameters, baked or from the

@@ -15,6 +15,7 @@ from grid_codegen.emit.crba import add_crba_buffers, add_kinematic_buffers, emit
 from grid_codegen.emit.kinematics import emit_joint_transforms
 from grid_codegen.emit.layout import Layout
 from grid_codegen.emit.minv import emit_gauss_jordan_solve
+from grid_codegen.emit.passive import emit_passive_torque
 from grid_codegen.emit.rnea import add_rnea_buffers, emit_rnea_passes
 from grid_codegen.emit.writer import Writer
 
@@ -36,6 +37,7 @@ def forward_dynamics(ctx: EmitContext) -> AlgorithmSpec:
 
     def body(w: Writer) -> None:
         emit_load(ctx, w, [(L["q"], ports[0]), (L["qd"], ports[1]), (L["u"], ports[2])])
+        emit_passive_torque(ctx, w, L["qd"], lambda k: L["u"][k], "-")
         emit_joint_transforms(ctx, w, L["q"], L["X"])
         emit_rnea_passes(ctx, w, L, False, "in_f_ext", lambda k: A[f"{k} * {width} + {nv}"])
         emit_crba_passes(ctx, w, L, A, width)

@@ -44,8 +44,10 @@ def _input_pointer(algorithm: Algorithm, dims: Dims, k: int, index: str) -> str:
 
 
 def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
-                        ops: int) -> VariantInfo:
-    """Kernel and launcher of the thread strategy over the item function `item`."""
+                        ops: int, joint_table: bool = False) -> VariantInfo:
+    """Kernel and launcher of the thread strategy over the item function `item`
+    (`joint_table`: it takes the runtime joint-dynamics table last)."""
+    extra = ["args.joint_dynamics"] if joint_table else []
     name = f"{algorithm.name}_thread"
     out_width = algorithm.output_size(dims)
     widths = [p.width(dims) for p in algorithm.inputs]
@@ -57,7 +59,7 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         with w.block("GRID_THREAD_ITEM_LOOP(item, batch)"):
             w.line("const size_t i = (size_t)item;")
             args = [_input_pointer(algorithm, dims, k, "i") for k in range(len(widths))]
-            args += ["args.inertia", "args.gravity", f"args.out + i * {out_width}"]
+            args += ["args.inertia", "args.gravity", f"args.out + i * {out_width}", *extra]
             w.line(f"{item}<T, T>({', '.join(args)});")
     w.line()
     _emit_configure(w, name, "0")
@@ -87,7 +89,8 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
                 w.line(f"const V* {port.name} = load_tile(args.in[{k}], {width}, first, "
                        f"count, in{k});")
             w.line(f"V out[{out_width}];")
-            call = [p.name for p in algorithm.inputs] + ["args.inertia", "args.gravity", "out"]
+            call = [p.name for p in algorithm.inputs] + ["args.inertia", "args.gravity", "out",
+                                                         *extra]
             w.line(f"{item}<V, T>({', '.join(call)});")
             w.line(f"store_tile(out, {out_width}, first, count, args.out);")
         _emit_tile_loop(w)
@@ -97,11 +100,12 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
 
 
 def emit_level_variant(w: Writer, algorithm: Algorithm, dims: Dims, strategy: str,
-                       item: str, scratch_size: str, ops: int, block_threads: int
-                       ) -> VariantInfo:
+                       item: str, scratch_size: str, ops: int, block_threads: int,
+                       joint_table: int = 0) -> VariantInfo:
     """Kernel and launcher of the block or warp strategy over the item function `item`
     (`scratch_size`: the C++ constant of its scalars of scratch per item;
-    `block_threads`: the block strategy's default width, enough for its widest step)."""
+    `block_threads`: the block strategy's default width, enough for its widest step;
+    `joint_table`: the size of the runtime joint-dynamics table, 0 for none)."""
     name = f"{algorithm.name}_{strategy}"
     if strategy == "block":
         default, bound, per_block = block_threads, BLOCK_MAX_BLOCK, 1
@@ -144,14 +148,14 @@ def emit_level_variant(w: Writer, algorithm: Algorithm, dims: Dims, strategy: st
         w.line(f"{name}_kernel<T><<<blocks, threads, shared, stream>>>(args);")
         w.line("return launch_status();")
         w.line("#else")
-        _emit_level_host(w, algorithm, dims, item, scratch_size, ops)
+        _emit_level_host(w, algorithm, dims, item, scratch_size, ops, joint_table)
         w.line("#endif")
     w.line()
     return VariantInfo(strategy, default, bound, per_block, f"{name}_shared_bytes<T>()", ops)
 
 
 def _emit_level_host(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
-                     scratch_size: str, ops: int) -> None:
+                     scratch_size: str, ops: int, joint_table: int = 0) -> None:
     """The host path of a level-synchronous variant: the item function on `lanes<T>`
     (SIMD vectors of items), one tile of items per call, tiles across host threads."""
     out_width = algorithm.output_size(dims)
@@ -163,7 +167,13 @@ def _emit_level_host(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
     w.line(f"V inertia[{10 * dims.nb}];")
     with w.block("if (args.inertia != nullptr)"):
         w.line(f"for (int k = 0; k < {10 * dims.nb}; ++k) inertia[k] = V(args.inertia[k]);")
-    with w.block("auto tile = [&args, &inertia](int t)", "};"):
+    captures = "&args, &inertia"
+    if joint_table:
+        w.line(f"V joint_dynamics[{joint_table}];")
+        w.line(f"for (int k = 0; k < {joint_table}; ++k) "
+               "joint_dynamics[k] = V(args.joint_dynamics[k]);")
+        captures += ", &joint_dynamics"
+    with w.block(f"auto tile = [{captures}](int t)", "};"):
         w.line("const int first = t * W;")
         w.line("const int count = args.batch - first < W ? args.batch - first : W;")
         w.line("Args<V> a = {};")
@@ -175,6 +185,8 @@ def _emit_level_host(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         w.line("a.out = out;")
         w.line("a.inertia = args.inertia != nullptr ? inertia : nullptr;")
         w.line("a.gravity = V(args.gravity);")
+        if joint_table:
+            w.line("a.joint_dynamics = joint_dynamics;")
         w.line("a.batch = 1;")
         w.line(f"V s[{scratch_size}];")
         w.line(f"{item}<V>(s, a, 0);")

@@ -19,6 +19,7 @@ from grid_codegen.emit.algorithm import AlgorithmSpec, EmitContext, Port, emit_l
 from grid_codegen.emit.joints import emit_subspace_add, subspace_transpose_times
 from grid_codegen.emit.kinematics import emit_joint_transforms
 from grid_codegen.emit.layout import Layout
+from grid_codegen.emit.passive import emit_passive_torque
 from grid_codegen.emit.writer import Writer, comment_text
 
 
@@ -97,6 +98,7 @@ def inverse_dynamics(ctx: EmitContext) -> AlgorithmSpec:
         emit_load(ctx, w, [(L["q"], ports[0]), (L["qd"], ports[1]), (L["qdd"], ports[2])])
         emit_joint_transforms(ctx, w, L["q"], L["X"])
         emit_rnea_passes(ctx, w, L, True, "in_f_ext", lambda k: f"out[{k}]")
+        emit_passive_torque(ctx, w, L["qd"], lambda k: f"out[{k}]", "+")
 
     return AlgorithmSpec(
         name="inverse_dynamics",

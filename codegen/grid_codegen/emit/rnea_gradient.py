@@ -25,6 +25,7 @@ from grid_codegen.emit.joints import emit_subspace_add, subspace_transpose_times
 from grid_codegen.emit.kinematics import emit_joint_transforms
 from grid_codegen.emit.layout import Layout
 from grid_codegen.emit.minv import emit_gauss_jordan_inverse
+from grid_codegen.emit.passive import emit_passive_slope, emit_passive_torque
 from grid_codegen.emit.rnea import add_rnea_buffers, emit_rnea_passes
 from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.model import Joint, JointType
@@ -183,6 +184,7 @@ def inverse_dynamics_gradient(ctx: EmitContext) -> AlgorithmSpec:
         emit_joint_transforms(ctx, w, L["q"], L["X"])
         emit_rnea_passes(ctx, w, L, True, "in_f_ext", lambda k: L["tau"][k])
         emit_rnea_gradient_columns(ctx, w, L, lambda r: f"out[{r * n2} + c]")
+        emit_passive_slope(ctx, w, L["qd"], lambda r, c: f"out[{r} * {n2} + {c}]")
 
     return AlgorithmSpec(
         name="inverse_dynamics_gradient",
@@ -205,6 +207,7 @@ def forward_dynamics_gradient(ctx: EmitContext) -> AlgorithmSpec:
     def body(w: Writer) -> None:
         s = ctx.strategy
         emit_load(ctx, w, [(L["q"], ports[0]), (L["qd"], ports[1]), (L["u"], ports[2])])
+        emit_passive_torque(ctx, w, L["qd"], lambda k: L["u"][k], "-")
         emit_joint_transforms(ctx, w, L["q"], L["X"])
         emit_rnea_passes(ctx, w, L, False, "in_f_ext", lambda k: c[k])
         emit_crba_passes(ctx, w, L, M, nv)
@@ -217,6 +220,7 @@ def forward_dynamics_gradient(ctx: EmitContext) -> AlgorithmSpec:
         s.barrier(w)
         emit_rnea_passes(ctx, w, L, True, "in_f_ext", lambda k: c[k])
         emit_rnea_gradient_columns(ctx, w, L, lambda r: dID[f"{r * n2} + c"])
+        emit_passive_slope(ctx, w, L["qd"], lambda r, c: dID[f"{r} * {n2} + {c}"])
         with s.parallel(w, "e", nv * n2):
             w.line(f"const int i = e / {n2};")
             w.line(f"const int j = e % {n2};")

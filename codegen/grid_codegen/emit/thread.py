@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from grid_codegen.emit.writer import Writer
+from grid_codegen.joint_dynamics import JointDynamics
 from grid_codegen.model import RobotModel
 from grid_codegen.registry import Algorithm, Dims
 from grid_codegen.symbolic import algorithms as A
@@ -44,11 +45,14 @@ class ThreadItem:
     ops: int
 
 
-def item_params(algorithm: Algorithm, dims: Dims) -> list[str]:
+def item_params(algorithm: Algorithm, dims: Dims, joint_table: bool = False) -> list[str]:
     """The C++ parameters of every item function: the algorithm's inputs (per-item
-    pointers of T), the shared inertia table and gravity (of S), the output."""
+    pointers of T), the shared inertia table and gravity (of S), the output; the shared
+    joint-dynamics table (of S) last on a `runtime_joint_dynamics` build."""
     params = [f"const T* GRID_RESTRICT {p.name}" for p in algorithm.inputs]
     params += ["const S* GRID_RESTRICT inertia", "S gravity", "T* GRID_RESTRICT out"]
+    if joint_table:
+        params.append("const S* GRID_RESTRICT joint_dynamics")
     return params
 
 
@@ -69,8 +73,9 @@ class _Plan:
     the inertia source and the pass library."""
 
     def __init__(self, model: RobotModel, ee_frames: tuple, runtime_inertia: bool,
-                 library: PassLibrary) -> None:
+                 library: PassLibrary, joint_dynamics: JointDynamics | None = None) -> None:
         self.model = model
+        self.jd = joint_dynamics
         self.ee_frames = ee_frames
         self.runtime_inertia = runtime_inertia
         self.library = library
@@ -86,18 +91,34 @@ class _Plan:
             return []
         return [Array.runtime("inertia", 10 * self.model.nb, "table")]
 
+    def joint_array(self, passive: bool) -> list[Array]:
+        if not passive or self.jd is None or not self.jd.runtime:
+            return []
+        return [Array.runtime("joint_dynamics", self.jd.table_size, "table")]
+
     def dynamics_call(self, kb: ItemBuilder, name: str, doc: str, fn: Callable,
-                      arrays: list[Array], output: Array | str, **kw) -> Array:
-        """A pass over `arrays` plus the inertias and gravity: `fn(*arrays, I, g)`."""
+                      arrays: list[Array], output: Array | str, passive: bool = False,
+                      **kw) -> Array:
+        """A pass over `arrays` plus the inertias and gravity: `fn(*arrays, I, g)`;
+        `passive`: the pass gains the joint dynamics, `fn(*arrays, I, g, P)` with `P`
+        a `Passive` (None on a build without them)."""
         inertia = self.inertia_array()
+        joint = self.joint_array(passive)
 
         def traced(*values):
             values = list(values)
             gravity = values.pop()
+            joint_table = values.pop() if joint else None
             table = values.pop() if inertia else None
-            return fn(*values, self.inertias(table), gravity)
+            if not passive:
+                return fn(*values, self.inertias(table), gravity)
+            return fn(*values, self.inertias(table), gravity, self.passive(joint_table))
 
-        return kb.call(name, doc, traced, arrays + inertia, output, scalars=["gravity"], **kw)
+        return kb.call(name, doc, traced, arrays + inertia + joint, output,
+                       scalars=["gravity"], **kw)
+
+    def passive(self, table: Sequence | None) -> Passive | None:
+        return None if self.jd is None else Passive(self.jd, table)
 
     def transforms(self, kb: ItemBuilder, q: Array) -> Array:
         model = self.model
@@ -111,6 +132,46 @@ class _Plan:
         return kb.call("joint_transforms",
                        "Parent -> body placements X_i = liMi(q): R row-major (9), p (3).",
                        lambda q: _flat_transforms(A.joint_transforms(model, q)), [q], "X")
+
+
+@dataclass(frozen=True)
+class Passive:
+    """The joint-dynamics terms bound to their coefficient source (baked or a table)."""
+
+    jd: JointDynamics
+    table: Sequence | None
+
+    def add(self, tau: Sequence, qd: Sequence) -> list:
+        """`tau + tau_passive(qd)`."""
+        return [t + p for t, p in zip(tau, self.jd.torque(qd, self.table), strict=True)]
+
+    def sub(self, u: Sequence, qd: Sequence) -> list:
+        """`u - tau_passive(qd)`."""
+        return [x - p for x, p in zip(u, self.jd.torque(qd, self.table), strict=True)]
+
+    def add_slope(self, D: list[list], qd: Sequence, columns: Sequence[int] | None
+                  ) -> list[list]:
+        """`D (nv x 2nv) + [0 | diag(d tau_passive / d qd)]` on the traced columns."""
+        nv = self.jd.nv
+        wanted = set(range(2 * nv) if columns is None else columns)
+        slope = self.jd.slope(qd, self.table)
+        for k in self.jd.dofs:
+            if nv + k in wanted:
+                D[k][nv + k] = D[k][nv + k] + slope[k]
+        return D
+
+
+def _passive_torque(P: Passive | None, tau: Sequence, qd: Sequence) -> Sequence:
+    return tau if P is None else P.add(tau, qd)
+
+
+def _passive_input(P: Passive | None, u: Sequence, qd: Sequence) -> Sequence:
+    return u if P is None else P.sub(u, qd)
+
+
+def _passive_slope(P: Passive | None, D: list[list], qd: Sequence,
+                   columns: Sequence[int] | None) -> list[list]:
+    return D if P is None else P.add_slope(D, qd, columns)
 
 
 def _with_inertia(fn: Callable) -> Callable:
@@ -181,11 +242,12 @@ class TooLarge(Exception):
 
 def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tuple,
                       runtime_inertia: bool, algorithm: Algorithm, dims: Dims,
-                      w: Writer, max_ops: int | None = None) -> ThreadItem:
+                      w: Writer, max_ops: int | None = None,
+                      joint_dynamics: JointDynamics | None = None) -> ThreadItem:
     """Trace the passes of `algorithm`, register them in the library and write the item
     function `<algorithm>_thread` into `w`. Raises `TooLarge` as soon as its Jacobian
     is known to need more than `max_ops` operations (the caller rolls the library back)."""
-    plan = _Plan(model, ee_frames, runtime_inertia, w_library)
+    plan = _Plan(model, ee_frames, runtime_inertia, w_library, joint_dynamics)
     kb = ItemBuilder(w_library)
     nb, nv = model.nb, model.nv
     ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
@@ -204,8 +266,9 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     elif name == "inverse_dynamics":
         plan.dynamics_call(
             kb, "rnea", "Inverse dynamics by RNEA (forward and backward passes).",
-            lambda x, qd, qdd, f, I, g: A.rnea(model, unX(x), I, qd, qdd, f, g),
-            [X, ports["qd"], ports["qdd"], ports["f_ext"]], out)
+            lambda x, qd, qdd, f, I, g, P: _passive_torque(
+                P, A.rnea(model, unX(x), I, qd, qdd, f, g), qd),
+            [X, ports["qd"], ports["qdd"], ports["f_ext"]], out, passive=True)
     elif name == "crba":
         plan.dynamics_call(
             kb, "crba", "The mass matrix by CRBA (composite inertias, then columns).",
@@ -217,8 +280,9 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     elif name in ("forward_dynamics", "aba"):
         plan.dynamics_call(
             kb, "aba", "Forward dynamics by the articulated-body algorithm.",
-            lambda x, qd, u, f, I, g: A.aba(model, unX(x), I, qd, u, f, g),
-            [X, ports["qd"], ports["u"], ports["f_ext"]], out)
+            lambda x, qd, u, f, I, g, P: A.aba(model, unX(x), I, qd,
+                                               _passive_input(P, u, qd), f, g),
+            [X, ports["qd"], ports["u"], ports["f_ext"]], out, passive=True)
     elif name == "end_effector_pose":
         kb.call("end_effector_pose", "World poses, then [xyz, rpy] per end effector.",
                 lambda x: A.end_effector_pose(model, ee_frames, unX(x)), [X], out)
@@ -229,9 +293,9 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                     model, ee_frames, unX(x)) for v in row], [X], out,
                 schedule_order=_column_major(6 * len(ee_frames), nv))
     elif name == "inverse_dynamics_gradient":
-        def dtau(x, qd, qdd, f, I, g, columns=None):
-            return [v for row in A.rnea_derivatives(model, unX(x), I, qd, qdd, f, g, columns)
-                    for v in row]
+        def dtau(x, qd, qdd, f, I, g, P, columns=None):
+            D = A.rnea_derivatives(model, unX(x), I, qd, qdd, f, g, columns)
+            return [v for row in _passive_slope(P, D, qd, columns) for v in row]
 
         _column_groups(plan, kb, "rnea_derivatives", "[dtau/dq | dtau/dqd] by forward-mode "
                        "derivatives of RNEA (q directions in the local chart)", dtau,
@@ -241,11 +305,13 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
         solved = plan.dynamics_call(
             kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
             "then), sharing the articulated inertias.",
-            lambda x, qd, u, f, I, g: _aba_minv(model, unX(x), I, qd, u, f, g),
-            [X, ports["qd"], ports["u"], ports["f_ext"]], "qdd_minv")
+            lambda x, qd, u, f, I, g, P: _aba_minv(model, unX(x), I, qd,
+                                                   _passive_input(P, u, qd), f, g),
+            [X, ports["qd"], ports["u"], ports["f_ext"]], "qdd_minv", passive=True)
 
-        def dqdd(x, qd, s, f, I, g, columns=None):
+        def dqdd(x, qd, s, f, I, g, P, columns=None):
             D = A.rnea_derivatives(model, unX(x), I, qd, list(s[:nv]), f, g, columns)
+            D = _passive_slope(P, D, qd, columns)
             Minv = [list(s[nv + r * nv:nv + (r + 1) * nv]) for r in range(nv)]
             return [v for row in A.neg_product(Minv, D) for v in row]
 
@@ -274,7 +340,8 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
         raise KeyError(f"the thread strategy has no plan for {name!r}")
     item = f"{name}_thread"
     kb.emit_item_function(w, item, f"`{name}` of one item: {algorithm.doc}",
-                          item_params(algorithm, dims))
+                          item_params(algorithm, dims, bool(joint_dynamics
+                                                            and joint_dynamics.runtime)))
     return ThreadItem(item, kb.total_ops)
 
 
@@ -311,7 +378,7 @@ def _column_groups(plan: _Plan, kb: ItemBuilder, name: str, doc: str, fn: Callab
             return fn(*values, columns=group)
 
         plan.dynamics_call(kb, label, f"{doc}; columns {group[0]}..{group[-1]}.", traced,
-                           arrays, out, write=written, schedule_order=written)
+                           arrays, out, passive=True, write=written, schedule_order=written)
 
 
 def _plan_groups(plan: _Plan, fn: Callable, arrays: list[Array], rows: int, cols: int
@@ -321,11 +388,13 @@ def _plan_groups(plan: _Plan, fn: Callable, arrays: list[Array], rows: int, cols
     from grid_codegen.symbolic import graph as G
 
     g = G.Graph()
+    joint = plan.joint_array(True)
     values = [[g.input(f"{a.name}[{k}]") if p is None else p for k, p in enumerate(a.pattern)]
-              for a in arrays + plan.inertia_array()]
+              for a in arrays + plan.inertia_array() + joint]
     gravity = g.input("gravity")
+    joint_table = values.pop() if joint else None
     table = values.pop() if plan.runtime_inertia else None
-    result = fn(*values, plan.inertias(table), gravity)
+    result = fn(*values, plan.inertias(table), gravity, plan.passive(joint_table))
     groups: list[list[int]] = []
     seen: set[int] = set()
     current: list[int] = []

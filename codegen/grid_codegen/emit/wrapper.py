@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from grid_codegen.emit.kernels import VariantInfo
 from grid_codegen.emit.prelude import error_codes
 from grid_codegen.emit.writer import Writer, c_string, comment_text
+from grid_codegen.joint_dynamics import JointDynamics
 from grid_codegen.model import RobotModel
 from grid_codegen.options import CodegenOptions
 from grid_codegen.registry import MAX_INPUTS, Algorithm, Dims
@@ -118,9 +119,11 @@ def _emit_unit_functions(w: Writer, options: CodegenOptions,
 
 
 def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
-                 builds: Sequence[AlgorithmBuild], units: bool = False) -> str:
+                 builds: Sequence[AlgorithmBuild], units: bool = False,
+                 joint_dynamics: JointDynamics | None = None) -> str:
     """The text of `wrapper.cu`; with `units` the kernels are instantiated in the
-    `unit_<algorithm>.cu` files (`emit_unit`) and only declared here."""
+    `unit_<algorithm>.cu` files (`emit_unit`) and only declared here. `joint_dynamics`:
+    the artifact's damping and friction terms (its table and setter), or None."""
     for b in builds:
         if not 1 <= len(b.variants) <= MAX_VARIANTS:
             raise ValueError(f"{b.algorithm.name}: 1..{MAX_VARIANTS} variants")
@@ -155,6 +158,8 @@ def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
     with w.namespace(""):
         w.line(f"using Scalar = {options.scalar};")
         w.line(f"constexpr int kInertiaSize = {10 * model.nb};")
+        w.line(f"constexpr int kJointDynamicsSize = "
+               f"{joint_dynamics.table_size if joint_dynamics else 0};")
         w.line(f"constexpr int kNumAlgorithms = {len(builds)};")
         w.line()
         w.line("#if GRID_IS_CUDA")
@@ -167,10 +172,11 @@ def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
               "one dispatch table per algorithm (batch thresholds -> variant).")
         with w.block("struct State", "};"):
             w.line("Scalar* inertia = nullptr;")
+            w.line("Scalar* joint_dynamics = nullptr;  // runtime_joint_dynamics only")
             w.line("int32_t dispatch_count[kNumAlgorithms];")
             w.line(f"int32_t dispatch_min_batch[kNumAlgorithms][{MAX_DISPATCH}];")
             w.line(f"int32_t dispatch_variant[kNumAlgorithms][{MAX_DISPATCH}];")
-            w.line("~State() { grid::device_free(inertia); }")
+            w.line("~State() { grid::device_free(inertia); grid::device_free(joint_dynamics); }")
         w.line()
         with w.block("const char* error_string(int32_t code)"):
             with w.block("switch (code)"):
@@ -178,13 +184,14 @@ def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
                     w.line(f"case {name}: return {c_string(text)};")
                 w.line('default: return "unknown error code";')
         w.line()
+        _emit_joint_dynamics_functions(w, joint_dynamics)
         _emit_state_functions(w, model, options, builds)
         _emit_dispatch(w)
-        _emit_launch(w, builds)
+        _emit_launch(w, builds, bool(joint_dynamics and joint_dynamics.runtime))
         _emit_write_stamp(w)
         _emit_query_device(w)
     w.line()
-    _emit_descriptor(w, model, options, len(builds))
+    _emit_descriptor(w, model, options, len(builds), joint_dynamics)
     return w.text()
 
 
@@ -227,6 +234,13 @@ def _emit_state_functions(w: Writer, model: RobotModel, options: CodegenOptions,
             w.line("state->inertia = static_cast<Scalar*>(grid::device_alloc(bytes));")
             w.line("if (state->inertia == nullptr) return GRID_ERROR_OUT_OF_MEMORY;")
             w.line("rc = grid::copy_to_device(state->inertia, kDefaultInertia, bytes);")
+            w.line("if (rc != GRID_OK) return rc;")
+        if options.runtime_joint_dynamics:
+            w.line("const size_t jd_bytes = sizeof(Scalar) * kJointDynamicsSize;")
+            w.line("state->joint_dynamics = static_cast<Scalar*>(grid::device_alloc(jd_bytes));")
+            w.line("if (state->joint_dynamics == nullptr) return GRID_ERROR_OUT_OF_MEMORY;")
+            w.line("rc = grid::copy_to_device(state->joint_dynamics, kDefaultJointDynamics, "
+                   "jd_bytes);")
             w.line("if (rc != GRID_OK) return rc;")
         w.line("*state_out = state.release();")
         w.line("return GRID_OK;")
@@ -280,7 +294,25 @@ def _emit_dispatch(w: Writer) -> None:
     w.line()
 
 
-def _emit_launch(w: Writer, builds: Sequence[AlgorithmBuild]) -> None:
+def _emit_joint_dynamics_functions(w: Writer, jd: JointDynamics | None) -> None:
+    """The URDF's joint-dynamics table and its setter (grid_codegen.joint_dynamics)."""
+    if jd is not None and jd.table_size:
+        values = ", ".join(repr(float(x)) for x in jd.default_table())
+        w.doc("The URDF's joint dynamics [damping | friction] (the initial runtime table).")
+        w.line(f"const Scalar kDefaultJointDynamics[kJointDynamicsSize] = {{{values}}};")
+        w.line()
+    with w.block("int set_joint_dynamics_table(void* state, const void* host_table)"):
+        w.line("if (state == nullptr || host_table == nullptr) return GRID_ERROR_NULL_POINTER;")
+        if jd is None or not jd.runtime:
+            w.line("return GRID_ERROR_UNSUPPORTED;")
+        else:
+            w.line("return grid::copy_to_device(static_cast<State*>(state)->joint_dynamics, "
+                   "host_table, sizeof(Scalar) * kJointDynamicsSize);")
+    w.line()
+
+
+def _emit_launch(w: Writer, builds: Sequence[AlgorithmBuild], joint_table: bool = False
+                 ) -> None:
     with w.block("int launch_ex(void* state, int32_t algorithm_id, "
                  "const grid_launch_config* config, const void* const* inputs, "
                  "void* const* outputs, int32_t batch, double gravity, void* stream)"):
@@ -306,6 +338,8 @@ def _emit_launch(w: Writer, builds: Sequence[AlgorithmBuild]) -> None:
                    "return GRID_ERROR_NULL_POINTER;")
         w.line("args.out = static_cast<Scalar*>(outputs[0]);")
         w.line("args.inertia = static_cast<State*>(state)->inertia;")
+        if joint_table:
+            w.line("args.joint_dynamics = static_cast<State*>(state)->joint_dynamics;")
         w.line("args.gravity = static_cast<Scalar>(gravity);")
         w.line("args.batch = batch;")
         w.line("const grid_stream_t s = reinterpret_cast<grid_stream_t>(stream);")
@@ -377,7 +411,7 @@ def _emit_query_device(w: Writer) -> None:
 
 
 def _emit_descriptor(w: Writer, model: RobotModel, options: CodegenOptions,
-                     num_algorithms: int) -> None:
+                     num_algorithms: int, jd: JointDynamics | None = None) -> None:
     simd = "grid::simd_width<Scalar>()"
     fields = [
         "GRID_ABI_VERSION", "(int32_t)sizeof(grid_descriptor)", c_string(model.name),
@@ -390,6 +424,9 @@ def _emit_descriptor(w: Writer, model: RobotModel, options: CodegenOptions,
         "kDefaultInertia", "grid::device_alloc", "grid::device_free", "grid::host_alloc_pinned",
         "grid::host_free_pinned", "grid::copy", "grid::synchronize", "write_stamp",
         "launch_ex", "set_dispatch", "chosen_variant", "GRID_SIMD_WIDTH", "0",
+        str(int(bool(jd and jd.runtime))), str(jd.table_size if jd else 0),
+        "kDefaultJointDynamics" if jd and jd.table_size else "nullptr",
+        "set_joint_dynamics_table",
     ]
     w.doc("The artifact's one exported symbol.")
     w.line("#if GRID_IS_CUDA")

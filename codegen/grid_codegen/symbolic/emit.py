@@ -35,7 +35,8 @@ from grid_codegen.emit.writer import Writer
 from grid_codegen.symbolic import graph as G
 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-_CALLS = {"sqrt": "sqrt_", "sin": "sin_", "cos": "cos_", "atan2": "atan2_"}
+_CALLS = {"sqrt": "sqrt_", "sin": "sin_", "cos": "cos_", "atan2": "atan2_", "tanh": "tanh_",
+          "sign": "sign_"}
 
 RUNTIME = None  # the marker of a run-time entry in an `Array`'s pattern
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 
 # Operations and the number of operands they take.
 ARITY = {"in": 0, "add": 2, "sub": 2, "mul": 2, "div": 2, "neg": 1, "sqrt": 1,
-         "sin": 1, "cos": 1, "atan2": 2}
+         "sin": 1, "cos": 1, "atan2": 2, "tanh": 1, "sign": 1}
 COMMUTATIVE = frozenset({"add", "mul"})
 
 Scalar = "float | Sym"
@@ -308,6 +308,21 @@ def cos(a: object) -> object:
     if type(a) is not Sym:
         return const(math.cos(a))
     return a.g.node("cos", a)
+
+
+def tanh(a: object) -> object:
+    a = const(a)
+    if type(a) is not Sym:
+        return const(math.tanh(a))
+    return a.g.node("tanh", a)
+
+
+def sign(a: object) -> object:
+    """sign(a), 0 at 0."""
+    a = const(a)
+    if type(a) is not Sym:
+        return const(float((a > 0.0) - (a < 0.0)))
+    return a.g.node("sign", a)
 
 
 def atan2(y: object, x: object) -> object:

@@ -36,7 +36,7 @@ class DerivativesMixin:
         by the chain rule through RNEA's forward and backward passes
         (`rnea_derivatives`); `dtau/dqdd` is the mass matrix (`crba`)."""
         q, qd, qdd, kin = self._derivative_inputs(q, qd, qdd, "qdd")
-        return self._first_order(q, qd, qdd, kin, f_ext, gravity).dtau
+        return self._with_passive(self._first_order(q, qd, qdd, kin, f_ext, gravity).dtau, qd)
 
     def forward_dynamics_gradient(self, q, qd, u, f_ext=None, gravity=GRAVITY) -> np.ndarray:
         """`(B, nv, 2*nv)`: `[dqdd/dq | dqdd/dqd]` of `qdd = FD(q, qd, u, f_ext)`, i.e.
@@ -44,7 +44,8 @@ class DerivativesMixin:
         (`dqdd/du` is `minv`). Shapes as `inverse_dynamics_gradient`, `u (B, nv)`."""
         q, qd, u, kin = self._derivative_inputs(q, qd, u, "u")
         qdd, Minv = self._forward_dynamics(q, qd, u, kin, f_ext, gravity)
-        return -Minv @ self._first_order(q, qd, qdd, kin, f_ext, gravity).dtau
+        return -Minv @ self._with_passive(
+            self._first_order(q, qd, qdd, kin, f_ext, gravity).dtau, qd)
 
     def idsva_so(self, q, qd, qdd=None, f_ext=None, gravity=GRAVITY
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -59,6 +60,7 @@ class DerivativesMixin:
 
         Computed by a second-order chain-rule pass (`rnea_second_order`); `dM_dq` by one
         first-order pass per column of `M`."""
+        self._no_passive("idsva_so")
         q, qd, qdd, kin = self._derivative_inputs(q, qd, qdd, "qdd")
         _, dM, H = self._inverse_dynamics_second_order(q, qd, qdd, kin, f_ext, gravity)
         nv = self.model.nv
@@ -81,6 +83,7 @@ class DerivativesMixin:
         `q`, `qd` (`dM/dqd = 0`):
         `d2qdd/dz dz' = -Minv (d2tau/dz dz' + dM/dz dqdd/dz' + dM/dz' dqdd/dz)` and
         `dMinv/dq_k = -Minv (dM/dq_k) Minv`."""
+        self._no_passive("fdsva_so")
         q, qd, u, kin = self._derivative_inputs(q, qd, u, "u")
         qdd, Minv = self._forward_dynamics(q, qd, u, kin, f_ext, gravity)
         first, dM, H = self._inverse_dynamics_second_order(q, qd, qdd, kin, f_ext, gravity)
@@ -97,6 +100,16 @@ class DerivativesMixin:
         return tuple(-np.einsum("bil,bljk->bijk", Minv, T) for T in (qq, vv, qv)) + (dMinv,)
 
     # -- shared steps ------------------------------------------------------------------
+    def _with_passive(self, dtau: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """`dtau` plus the joint dynamics' `d/dqd` slope (`ReferenceRobot.joint_dynamics`)."""
+        jd = getattr(self, "joint_dynamics", None)
+        return dtau if jd is None else jd.add_to_gradient(dtau, qd)
+
+    def _no_passive(self, what: str) -> None:
+        if getattr(self, "joint_dynamics", None) is not None:
+            raise NotImplementedError(f"{what}: the second-order derivatives do not carry "
+                                      "joint dynamics")
+
     def _derivative_inputs(self, q, qd, x, name: str):
         q = self._q(q)
         qd = self._v(qd, "qd", len(q))
@@ -113,6 +126,9 @@ class DerivativesMixin:
         Minv = np.linalg.inv(_crba.crba(self.model, kin, self._S, self._I))
         bias = _rnea.rnea(self.model, kin, self._S, self._I, qd, np.zeros_like(qd),
                           self._root_acceleration(gravity, len(q)), self._fext(f_ext, len(q)))
+        jd = getattr(self, "joint_dynamics", None)
+        if jd is not None:
+            bias = bias + jd.torque(qd)
         return (Minv @ (u - bias)[..., None])[..., 0], Minv
 
     def _inverse_dynamics_second_order(self, q, qd, qdd, kin, f_ext, gravity):

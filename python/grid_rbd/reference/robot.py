@@ -19,14 +19,18 @@ from grid_rbd.reference.api_centroidal import CentroidalMixin
 from grid_rbd.reference.api_derivatives import DerivativesMixin
 from grid_rbd.reference.api_kinematics import KinematicsMixin
 from grid_rbd.reference.api_plant import PlantMixin
+from grid_rbd.reference.joint_dynamics import PassiveJoints
 
 
 class ReferenceRobot(DerivativesMixin, KinematicsMixin, CentroidalMixin, PlantMixin):
     """The float64 numpy oracle for one robot model."""
 
     def __init__(self, model: RobotModel, ee_joint_names: list[str] | tuple[str, ...] | None
-                 = None):
+                 = None, joint_dynamics: PassiveJoints | None = None):
+        """`joint_dynamics`: damping and friction added to ID / FD and their gradients
+        (`grid_rbd.reference.joint_dynamics`); None: the rigid dynamics."""
         self.model = model
+        self.joint_dynamics = joint_dynamics
         self.ee_frames: tuple[Frame, ...] = model.end_effector_frames(
             tuple(ee_joint_names) if ee_joint_names else None)
         self._S = [j.motion_subspace() for j in model.joints]
@@ -64,10 +68,14 @@ class ReferenceRobot(DerivativesMixin, KinematicsMixin, CentroidalMixin, PlantMi
         qd = self._v(qd, "qd", len(q))
         qdd = np.zeros_like(qd) if qdd is None else self._v(qdd, "qdd", len(q))
         kin = kinematics.forward_pass(self.model, q)
-        return _rnea.rnea(self.model, kin, self._S, self._I, qd, qdd,
-                          self._root_acceleration(gravity, len(q)), self._fext(f_ext, len(q)))
+        tau = _rnea.rnea(self.model, kin, self._S, self._I, qd, qdd,
+                         self._root_acceleration(gravity, len(q)), self._fext(f_ext, len(q)))
+        return tau + self._passive(qd)
 
     rnea = inverse_dynamics
+
+    def _passive(self, qd: np.ndarray) -> np.ndarray | float:
+        return 0.0 if self.joint_dynamics is None else self.joint_dynamics.torque(qd)
 
     def crba(self, q) -> np.ndarray:
         """`(B, nv, nv)`: the joint-space mass matrix, full and symmetric."""
@@ -92,7 +100,7 @@ class ReferenceRobot(DerivativesMixin, KinematicsMixin, CentroidalMixin, PlantMi
         q = self._q(q)
         qd, u = self._v(qd, "qd", len(q)), self._v(u, "u", len(q))
         kin = kinematics.forward_pass(self.model, q)
-        return _aba.aba(self.model, kin, self._S, self._I, qd, u,
+        return _aba.aba(self.model, kin, self._S, self._I, qd, u - self._passive(qd),
                         self._root_acceleration(gravity, len(q)), self._fext(f_ext, len(q)))
 
     # -- kinematics ------------------------------------------------------------------

@@ -43,6 +43,11 @@ class ArtifactLibrary {
   std::string dtype() const { return descriptor_->dtype; }
   size_t scalar_size() const { return static_cast<size_t>(descriptor_->dtype_size); }
   size_t inertia_table_bytes() const;
+  /// Joint dynamics (grid_codegen.joint_dynamics): [damping (n) | friction (n)].
+  bool runtime_joint_dynamics() const { return descriptor_->runtime_joint_dynamics != 0; }
+  size_t joint_dynamics_table_bytes() const {
+    return static_cast<size_t>(descriptor_->joint_dynamics_table_size) * scalar_size();
+  }
   /// The architectures the artifact was compiled for: {"sm_90", ...} or {"cpu"}.
   std::vector<std::string> compiled_archs() const;
 

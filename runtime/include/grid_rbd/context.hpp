@@ -119,6 +119,11 @@ class Context {
   uint64_t set_inertia_params(const std::vector<std::byte>& table, ModelEpoch& epoch);
   /// A copy of the current table (shared admission, so never half-written).
   std::vector<std::byte> inertia_params() const;
+  /// Replaces the joint-dynamics table ([damping (n) | friction (n)] of the artifact
+  /// dtype, finite and non-negative) as set_inertia_params does the inertia table.
+  /// UnsupportedError on an artifact built without runtime_joint_dynamics.
+  uint64_t set_joint_dynamics(const std::vector<std::byte>& table, ModelEpoch& epoch);
+  std::vector<std::byte> joint_dynamics() const;
 
   /// Launch overrides (exclusive admission; the model version does not move).
   /// `algorithm_id` < 0 sets every algorithm. Threads: 0 or a multiple of 32 in
@@ -175,6 +180,7 @@ class Context {
   Workspace workspace_;
   const bool staged_;  // host calls go through the staging arena
   std::vector<std::byte> inertia_;  // host copy of the table the device state holds
+  std::vector<std::byte> joint_dynamics_;  // likewise (empty without joint dynamics)
   LaunchOverrides overrides_;
   std::atomic<uint64_t> model_version_;
   std::atomic<Status> status_{Status::kOpen};

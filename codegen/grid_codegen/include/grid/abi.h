@@ -145,6 +145,15 @@ typedef struct grid_descriptor {
   int32_t (*chosen_variant)(void* state, int32_t algorithm_id, int32_t batch);
   int32_t cpu_simd_width;                  /* items per SIMD vector of the CPU build (1 on GPU) */
   int32_t reserved;
+  /* Joint dynamics (grid_codegen.joint_dynamics): the table is [damping (n) | friction (n)]
+     over the n joint-dynamics dofs (tangent dofs less a free flyer's), scalars of dtype.
+     joint_dynamics_table_size is 2 n when the terms are on, else 0 (and the default table
+     NULL); set_joint_dynamics_table answers GRID_ERROR_UNSUPPORTED unless
+     runtime_joint_dynamics. */
+  int32_t runtime_joint_dynamics;
+  int32_t joint_dynamics_table_size;
+  const void* default_joint_dynamics_table;
+  int (*set_joint_dynamics_table)(void* state, const void* host_table);
 } grid_descriptor;
 
 #ifdef __cplusplus

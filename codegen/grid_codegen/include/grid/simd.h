@@ -74,6 +74,10 @@ GRID_SIMD_UNARY(sin_, float)
 GRID_SIMD_UNARY(sin_, double)
 GRID_SIMD_UNARY(cos_, float)
 GRID_SIMD_UNARY(cos_, double)
+GRID_SIMD_UNARY(tanh_, float)
+GRID_SIMD_UNARY(tanh_, double)
+GRID_SIMD_UNARY(sign_, float)
+GRID_SIMD_UNARY(sign_, double)
 #undef GRID_SIMD_UNARY
 
 #define GRID_SIMD_ATAN2(S)                                                   \

@@ -17,6 +17,11 @@ GRID_INLINE float cos_(float x) { return cosf(x); }
 GRID_INLINE double cos_(double x) { return cos(x); }
 GRID_INLINE float atan2_(float y, float x) { return atan2f(y, x); }
 GRID_INLINE double atan2_(double y, double x) { return atan2(y, x); }
+GRID_INLINE float tanh_(float x) { return tanhf(x); }
+GRID_INLINE double tanh_(double x) { return tanh(x); }
+/// sign(x) with sign(0) = 0: the Coulomb friction direction (joint dynamics).
+GRID_INLINE float sign_(float x) { return float((x > 0.0f) - (x < 0.0f)); }
+GRID_INLINE double sign_(double x) { return double((x > 0.0) - (x < 0.0)); }
 
 /// out = a x b (3-vectors).
 template <typename T>
