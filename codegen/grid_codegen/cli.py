@@ -8,6 +8,8 @@
     python -m grid_codegen compile --backend cuda --source DIR/wrapper.cu --output robot.so
         --compiler path/to/nvcc --gpu-arch sm_90 [--host-toolchain host.json]
     python -m grid_codegen host-toolchain      # JSON: the host compiler, its version, OpenMP
+    python -m grid_codegen consumer-compile ... # a consumer's units against grid.cuh
+                                               # (grid_codegen.consumer_build)
 
 `generate` writes `grid.cuh`, `wrapper.cu` and `options.json` (the canonical options)
 into DIR; the same inputs give byte-identical files. `compile` builds with the command
@@ -70,6 +72,11 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--strategy", choices=STRATEGIES, default="auto",
                      help="auto (default): every strategy that suits the robot, chosen per "
                      "batch by the cost model (grid_codegen.dispatch); or thread, warp, block")
+    gen.add_argument("--device-api", action="store_true",
+                     help="append the consumer-facing namespace grid::device to grid.cuh "
+                     "(grid_codegen.emit.device_api; the grid_consumer macro's header)")
+    gen.add_argument("--contact-frames", type=_csv, default=(),
+                     help="with --device-api: comma-separated contact frames to bake")
 
     comp = sub.add_parser("compile", help="wrapper.cu -> robot .so (host compiler or nvcc)")
     comp.add_argument("--backend", choices=("cpu", "cuda"), required=True)
@@ -97,7 +104,8 @@ def _generate(args: argparse.Namespace) -> int:
         ee_joint_names=args.ee_joint_names, runtime_inertia=args.runtime_inertia,
         strategy=args.strategy)
     model = parse_urdf(args.urdf, floating_base=args.floating_base)
-    files = generate(model, options)
+    files = generate(model, options, device_api=args.device_api,
+                     contact_frames=args.contact_frames)
     files[OPTIONS_FILE] = options.canonical_json() + "\n"
     args.out_dir.mkdir(parents=True, exist_ok=True)
     for name in sorted(files):
@@ -153,6 +161,11 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["consumer-compile"]:  # grid_consumer's compile action
+        from grid_codegen.consumer_build import main as consumer_compile
+
+        return consumer_compile(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "generate":
         return _generate(args)

@@ -196,21 +196,19 @@ def _commands(toolchain: Any, gen_dir: Path, include_dirs: list[Path], defines: 
               extra_flags: list[str], link_flags: list[str]) -> tuple[list[str], list[str]]:
     """(unit compile command without `-c <src> -o <obj>`, link command without the objects
     and output). The CPU form compiles every unit as C++ (`-x c++`)."""
+    from grid_codegen import consumer_build as B
     from grid_codegen.compile import host_isa_flags, openmp_works
 
     includes = [f"-I{gen_dir}"] + [f"-I{d}" for d in include_dirs]
     macros = [f"-D{d}" for d in defines]
     if toolchain.backend == "cpu":
-        openmp = ["-fopenmp"] if openmp_works(toolchain.compiler) else []
-        base = [toolchain.compiler, "-O2", "-std=c++17", "-fPIC", "-fno-math-errno",
-                "-Wno-psabi", *host_isa_flags(), *openmp, *toolchain.extra_flags]
-        return ([*base, *includes, *macros, *extra_flags, "-x", "c++"],
-                [toolchain.compiler, "-shared", *openmp])
-    gencode = [f"-gencode=arch=compute_{a[3:]},code=sm_{a[3:]}" for a in toolchain.archs]
-    base = [toolchain.compiler, "-O3", "-std=c++17", "-Xcompiler", "-fPIC", *gencode,
-            f'-DGRID_COMPILED_ARCHS="{",".join(toolchain.archs)}"', *toolchain.extra_flags]
-    return [*base, *includes, *macros, *extra_flags], [toolchain.compiler, "--shared",
-                                                       *gencode]
+        openmp = openmp_works(toolchain.compiler)
+        flags = B.cpu_flags(openmp, host_isa_flags())
+        link = B.cpu_link(openmp)
+    else:
+        flags, link = B.cuda_flags(toolchain.archs), B.cuda_link(toolchain.archs)
+    flags = [*flags, *toolchain.extra_flags, *includes, *macros, *extra_flags]
+    return [toolchain.compiler, *flags], [toolchain.compiler, *link]
 
 
 def _keyed(cmd: list[str], gen_dir: Path) -> list[str]:
@@ -246,10 +244,12 @@ def _unit_key(unit: Path, header: bytes, headers: dict[str, str], cmd: list[str]
 
 def _compile(store: _ConsumerStore, staging: Path, sources: list[Path], headers: dict[str, str],
              compile_cmd: list[str], link_cmd: list[str], link_flags: list[str],
-             artifact_name: str, reuse: bool, timeout: float | None) -> dict[str, Any]:
+             artifact_name: str, backend: str, reuse: bool, timeout: float | None
+             ) -> dict[str, Any]:
     """Each unit from the object cache or compiled (in parallel), then the link; the log
     of every step goes to `staging/build.log`. Returns {unit: {"object", "compiled"}}."""
     from grid_codegen.compile import build_jobs, resolve_tool, run_compiler
+    from grid_codegen.consumer_build import unit_command
 
     tools = [resolve_tool(compile_cmd[0])]
     tmp = staging / "tmp"
@@ -265,7 +265,7 @@ def _compile(store: _ConsumerStore, staging: Path, sources: list[Path], headers:
             return unit.name, {"object": cached.name, "compiled": False}, \
                 f"[{unit.name}] object cache hit {cached.name}\n", 0
         obj = tmp / f"{unit.stem}.o"
-        cmd = [*compile_cmd, "-c", str(unit), "-o", str(obj)]
+        cmd = unit_command(compile_cmd[0], compile_cmd[1:], backend, unit, obj)
         start = time.monotonic()
         rc, text = run_compiler(cmd, tmp, tools, cwd=unit.parent, timeout=timeout)
         seconds = round(time.monotonic() - start, 3)
@@ -444,7 +444,8 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
                 return done(existing)
             start = time.monotonic()
             units = _compile(store, staging, srcs, request["headers"], compile_cmd,
-                             link_cmd, lflags, artifact_name, not force_rebuild, timeout)
+                             link_cmd, lflags, artifact_name, toolchain.backend,
+                             not force_rebuild, timeout)
             meta = {
                 "schema": ARTIFACT_SCHEMA, "consumer": consumer, "name": name,
                 "artifact": artifact_name, "backend": toolchain.backend,

@@ -352,3 +352,7 @@ def grid_robot(
         tests = [":%s_cpu_test" % name, ":%s_gpu_test" % name],
         tags = ["manual"],
     )
+
+# For tools/bazel/grid_consumer.bzl (a load cannot name underscore-prefixed symbols).
+GRID_TOOL_ATTRS = _TOOL_ATTRS
+grid_run_codegen = _run_codegen
