@@ -122,6 +122,7 @@ class Algorithm:
 
 NQ, NV, NB6, NEE6, NV2 = Dim("nq"), Dim("nv"), Dim("nb", 6), Dim("num_ees", 6), Dim("nv", 2)
 C3, C6, NB10 = Dim("one", 3), Dim("one", 6), Dim("nb", 10)
+NV3 = (NV, NV, NV)
 Q = Port("q", NQ, doc="configuration; floating base [p(3), quat xyzw(4), joints]")
 QD = Port("qd", NV, doc="tangent velocity; floating base [v_lin, omega, joints] (local)")
 QDD = Port("qdd", NV, False, "acceleration; None means zero (the bias c = C qd + g)")
@@ -211,6 +212,22 @@ ALGORITHMS: tuple[Algorithm, ...] = (
               "d2(end-effector [xyz, rpy])/d eps_i d eps_j along the chart q (+) eps "
               "(symmetric; the free flyer moves by the exponential of its local twist).",
               (Q,), (NEE6, NV, NV), False, profile="kinematics"),
+    # -- the second-order profile ------------------------------------------------------
+    Algorithm("idsva_so",
+              "Second-order derivatives of inverse dynamics, Pinocchio's "
+              "ComputeRNEASecondOrderDerivatives layout: d2tau_dq2[i, j, k] = "
+              "d/dq_k (dtau_i/dq_j) (iterated chart), d2tau_dqd2, d2tau_dq_dqd[i, j, k] = "
+              "d2tau_i/dq_j dqd_k and dM_dq[i, j, k] = dM_ij/dq_k.",
+              (Q, QD, QDD, FEXT), (Dim("nv", 4), NV, NV), True, profile="second_order",
+              parts=(("d2tau_dq2", NV3), ("d2tau_dqd2", NV3), ("d2tau_dq_dqd", NV3),
+                     ("dM_dq", NV3))),
+    Algorithm("fdsva_so",
+              "Second-order derivatives of forward dynamics in idsva_so's layout, u in "
+              "the place of qdd: d2qdd_dq2, d2qdd_dqd2, d2qdd_dq_dqd and dMinv_dq[i, j, k] "
+              "= dMinv_ij/dq_k = d2qdd_i/du_j dq_k.",
+              (Q, QD, U, FEXT), (Dim("nv", 4), NV, NV), True, profile="second_order",
+              parts=(("d2qdd_dq2", NV3), ("d2qdd_dqd2", NV3), ("d2qdd_dq_dqd", NV3),
+                     ("dMinv_dq", NV3))),
 )
 
 BY_NAME: dict[str, Algorithm] = {a.name: a for a in ALGORITHMS}
@@ -225,7 +242,7 @@ PROFILES: dict[str, tuple[str, ...]] = {
 PROFILES["all"] = NAMES
 """Groups of algorithms `algorithm_list` may name: "core" (the dynamics, mass matrix,
 kinematics and their gradients: the default build), "centroidal", "kinematics",
-"all"."""
+"second_order", "all"."""
 
 DEFAULT_NAMES: tuple[str, ...] = PROFILES["core"]
 

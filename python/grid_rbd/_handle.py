@@ -550,6 +550,8 @@ def shape_result(method: Method, result: Any, dims: Dims) -> Any:
     if len(parts) == 1 and tuple(result.shape[result.ndim - len(full):]) == full:
         return result
     stored = full if len(full) <= 2 else (math.prod(full[:-1]), full[-1])
+    if tuple(result.shape[result.ndim - len(full):]) == full:
+        stored = full  # an `out=` of the registry's shape
     lead = tuple(result.shape[:result.ndim - len(stored)])
     if len(parts) == 1:
         return result.reshape(lead + full)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from grid_codegen.emit import second_order as SO
 from grid_codegen.emit.writer import Writer
 from grid_codegen.joint_dynamics import JointDynamics
 from grid_codegen.model import RobotModel
@@ -331,6 +332,11 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
         kb.call("end_effector_pose_hessian", "Second derivatives of the end-effector "
                 "coordinates (hyper-dual tangents through the chart).",
                 lambda x: F.end_effector_pose_hessian(model, ee_frames, unX(x)), [X], out)
+    elif name == "idsva_so":
+        SO.emit_second_order(plan, kb, X, ports["qd"], ports["qdd"], ports["f_ext"], out,
+                             "rnea_second_order")
+    elif name == "fdsva_so":
+        SO.emit_fdsva_so(plan, kb, X, ports, out)
     elif name in CENTROIDAL_PASSES:
         doc, fn, port_names = CENTROIDAL_PASSES[name]
         plan.dynamics_call(kb, name, doc,

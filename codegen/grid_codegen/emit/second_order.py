@@ -1,0 +1,262 @@
+"""Thread-strategy passes of the second-order profile: `idsva_so` and `fdsva_so`.
+
+Both write four `(nv, nv, nv)` blocks per item, row-major `[i][j][k]`, in the registry's
+part order. The second derivatives of RNEA are traced on hyper-duals
+(`symbolic.second_order`) in groups of outer directions, each group one pass that writes
+its entries straight to the output (the structural zeros included), so that no
+intermediate of the size of the output exists:
+
+    idsva_so:  joint_transforms(q) -> X
+               rnea_second_order_g<k>(X, qd, qdd, f_ext) -> out   (blocks 0..2)
+               mass_matrix_derivative_g<k>(X) -> out               (block 3)
+    fdsva_so:  aba_minv(X, qd, u, f_ext) -> qdd_minv
+               rnea_derivatives(X, qd, qdd, f_ext) -> dtau         (dense, nv x 2nv)
+               the passes of idsva_so at qdd = FD(q, qd, u) -> out
+               fdsva_combine(qdd_minv, dtau, out) -> out           (dense loops, in place)
+
+`fdsva_combine` applies the implicit-function theorem of `ID(q, qd, FD(q, qd, u)) = u`
+differentiated twice (with `dqdd = -Minv dtau`):
+
+    d2qdd/dz dz' = -Minv (d2tau/dz dz' + dM/dz dqdd/dz' + dM/dz' dqdd/dz),
+    dMinv/dq_k   = -Minv (dM/dq_k) Minv.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from grid_codegen.emit.writer import Writer
+from grid_codegen.model import RobotModel
+from grid_codegen.symbolic import algorithms as A
+from grid_codegen.symbolic import graph as G
+from grid_codegen.symbolic import second_order as SO
+from grid_codegen.symbolic.emit import Array, ItemBuilder
+
+SINGLE_PASS_OPS = 60000
+"""Up to this many traced operations the second derivatives are one pass (segmented by
+the emitter); above it, groups of outer directions (each recomputes what it needs)."""
+
+GROUP_OPS = 40000
+"""Traced operations per group of outer directions above SINGLE_PASS_OPS."""
+
+
+def output_index(nv: int, i: int, a: int, b: int) -> int | None:
+    """Where `d/dz_b (dtau_i/dz_a)` goes in the four blocks (None: not an output)."""
+    n3 = nv ** 3
+    if a < nv and b < nv:
+        return (i * nv + a) * nv + b
+    if a >= nv and b >= nv:
+        return n3 + (i * nv + a - nv) * nv + b - nv
+    if a < nv <= b:
+        return 2 * n3 + (i * nv + a) * nv + b - nv
+    return None
+
+
+def _units(nv: int) -> list[tuple[str, int]]:
+    """The units a group is made of: one outer direction of the Hessian (`2 nv`), one
+    column of `M` for `dM/dq` (`nv`)."""
+    return [("H", a) for a in range(2 * nv)] + [("M", j) for j in range(nv)]
+
+
+def _unit_outputs(nv: int, unit: tuple[str, int]) -> list[int]:
+    kind, a = unit
+    if kind == "M":
+        return [3 * nv ** 3 + (i * nv + a) * nv + k for i in range(nv) for k in range(nv)]
+    bs = range(nv, 2 * nv) if a >= nv else range(2 * nv)
+    return [k for i in range(nv) for b in bs
+            if (k := output_index(nv, i, a, b)) is not None]
+
+
+def second_order_values(model: RobotModel, X: list, I: Sequence, qd: Sequence,
+                        qdd: Sequence, fext: Sequence | None, gravity: object,
+                        units: Sequence[tuple[str, int]]) -> list:
+    """The four blocks (flat), the entries of `units` traced, the others 0.0."""
+    nv = model.nv
+    out: list = [0.0] * (4 * nv ** 3)
+    outer = [a for kind, a in units if kind == "H"]
+    if outer:
+        H = SO.rnea_second_order(model, X, I, qd, qdd, fext, gravity, outer)
+        for i in range(nv):
+            for r, a in enumerate(outer):
+                for b in range(2 * nv):
+                    k = output_index(nv, i, a, b)
+                    if k is not None:
+                        out[k] = H[i][r][b]
+    columns = [j for kind, j in units if kind == "M"]
+    if columns:
+        dM = SO.mass_matrix_derivative(model, X, I, columns)
+        for i in range(nv):
+            for c, j in enumerate(columns):
+                for k in range(nv):
+                    out[3 * nv ** 3 + (i * nv + j) * nv + k] = dM[i][c][k]
+    return out
+
+
+def plan_units(trace: Callable[[list], list], nv: int) -> list[list[tuple[str, int]]]:
+    """Groups of units: one group when the whole traces to at most SINGLE_PASS_OPS
+    operations, else consecutive units of at most GROUP_OPS each (from one trace)."""
+    g = G.Graph()
+    units = _units(nv)
+    result = trace(g, units)
+    total = sum(1 for i in G.reachable(g, result) if g.nodes[i][0] != "in")
+    if total <= SINGLE_PASS_OPS:
+        return [units]
+    groups: list[list[tuple[str, int]]] = []
+    current: list[tuple[str, int]] = []
+    seen: set[int] = set()
+    for unit in units:
+        reach = [i for i in G.reachable(g, [result[k] for k in _unit_outputs(nv, unit)])
+                 if g.nodes[i][0] != "in"]
+        new = [i for i in reach if i not in seen]
+        if current and len(seen) + len(new) > GROUP_OPS:
+            groups.append(current)
+            current, seen, new = [], set(), reach
+        current.append(unit)
+        seen.update(new)
+    groups.append(current)
+    return groups
+
+
+def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, qdd: Array,
+                      fext: Array, out: Array, label: str) -> None:
+    """The passes writing the four blocks of `idsva_so` at `qdd` into `out`."""
+    model: RobotModel = plan.model
+    nv = model.nv
+    arrays = [X, qd, qdd, fext]
+
+    def unflat(x):
+        return [(list(x[12 * i:12 * i + 9]), list(x[12 * i + 9:12 * i + 12]))
+                for i in range(model.nb)]
+
+    def values(x, v, acc, f, I, g, units):
+        return second_order_values(model, unflat(x), I, v, acc, f, g, units)
+
+    def trace(g: G.Graph, units):
+        inputs = [[g.input(f"{a.name}[{k}]") if p is None else p
+                   for k, p in enumerate(a.pattern)] for a in arrays + plan.inertia_array()]
+        gravity = g.input("gravity")
+        table = inputs.pop() if plan.runtime_inertia else None
+        return values(*inputs, plan.inertias(table), gravity, units)
+
+    groups = plan_units(trace, nv)
+    for k, units in enumerate(groups):
+        written = sorted(i for u in units for i in _unit_outputs(nv, u))
+        name = label if len(groups) == 1 else f"{label}_g{k}"
+        plan.dynamics_call(
+            kb, name, f"Second derivatives of RNEA (hyper-duals): {_describe(units, nv)}.",
+            lambda *v, units=units: values(*v, units), arrays, out, write=written,
+            schedule_order=written)
+
+
+def _describe(units: Sequence[tuple[str, int]], nv: int) -> str:
+    outer = [a for kind, a in units if kind == "H"]
+    columns = [j for kind, j in units if kind == "M"]
+    parts = []
+    if outer:
+        parts.append(f"outer directions {outer[0]}..{outer[-1]} of 2nv = {2 * nv}")
+    if columns:
+        parts.append(f"dM/dq columns {columns[0]}..{columns[-1]}")
+    return ", ".join(parts)
+
+
+def emit_fdsva_so(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array) -> None:
+    """`fdsva_so`: FD and M^-1, RNEA's first and second derivatives there, then the
+    implicit-function combination in place."""
+    model: RobotModel = plan.model
+    nv = model.nv
+
+    def unflat(x):
+        return [(list(x[12 * i:12 * i + 9]), list(x[12 * i + 9:12 * i + 12]))
+                for i in range(model.nb)]
+
+    def aba_minv(x, qd, u, f, I, g):
+        Xs = unflat(x)
+        art = A.Articulated(model, Xs, I)
+        qdd = A.aba(model, Xs, I, qd, u, f, g, art)
+        return list(qdd) + [v for row in A.minv(model, Xs, I, art) for v in row]
+
+    solved = plan.dynamics_call(
+        kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
+        "then), sharing the articulated inertias.", aba_minv,
+        [X, ports["qd"], ports["u"], ports["f_ext"]], "qdd_minv", dense=True)
+    qdd = Array("qdd_minv", solved.pattern)  # entries 0..nv-1 are qdd
+
+    def dtau(x, qd, s, f, I, g):
+        D = A.rnea_derivatives(model, unflat(x), I, qd, list(s[:nv]), f, g)
+        return [v for row in D for v in row]
+
+    derivative = plan.dynamics_call(
+        kb, "rnea_derivatives_at_fd", "[dtau/dq | dtau/dqd] at qdd = FD (dense).", dtau,
+        [X, ports["qd"], solved, ports["f_ext"]], "dtau", dense=True)
+    emit_second_order(plan, kb, X, ports["qd"], qdd, ports["f_ext"], out,
+                      "rnea_second_order_at_fd")
+    kb.call_static(f"fdsva_combine_{nv}", lambda w: _combine_body(w, nv),
+                   "d2qdd = -Minv (d2tau + dM dqdd + (dM dqdd)^T) and dMinv = -Minv dM "
+                   "Minv, in place over the four blocks (dense loops).",
+                   [(f"const T* GRID_RESTRICT {solved.name}", solved.name),
+                    (f"T* GRID_RESTRICT {derivative.name}", derivative.name),
+                    (f"T* GRID_RESTRICT {out.name}", out.name)], 8 * nv ** 4)
+
+
+def _combine_body(w: Writer, nv: int) -> None:
+    """The loops of `fdsva_combine`: `qdd_minv` holds qdd (nv) then Minv (row-major),
+    `dtau` the first derivatives (nv x 2nv, turned into dqdd in place), `out` the
+    blocks."""
+    n3 = nv ** 3
+    w.line(f"constexpr int n = {nv};")
+    w.line("const T* Minv = qdd_minv + n;")
+    w.line("T t[n];")
+    w.comment("dqdd = -Minv dtau, column by column, in place.")
+    with w.block("for (int c = 0; c < 2 * n; ++c)"):
+        w.line("for (int l = 0; l < n; ++l) t[l] = dtau[l * 2 * n + c];")
+        with w.block("for (int i = 0; i < n; ++i)"):
+            w.line("T acc{};")
+            w.line("for (int l = 0; l < n; ++l) acc += Minv[i * n + l] * t[l];")
+            w.line("dtau[i * 2 * n + c] = -acc;")
+    w.line(f"T* qq = out; T* vv = out + {n3}; T* qv = out + {2 * n3};")
+    w.line(f"const T* dM = out + {3 * n3};")
+    w.comment("dM[l][m][j] = dM_lm / dq_j; dqdd_dq[m][k] = dtau[m * 2n + k], dqdd_dqd at "
+              "+ n.")
+    with w.block("for (int j = 0; j < n; ++j)"):
+        with w.block("for (int k = 0; k < n; ++k)"):
+            w.comment("The q-q block.")
+            with w.block("for (int l = 0; l < n; ++l)"):
+                w.line("T acc = qq[(l * n + j) * n + k];")
+                with w.block("for (int m = 0; m < n; ++m)"):
+                    w.line("acc += dM[(l * n + m) * n + j] * dtau[m * 2 * n + k]"
+                           " + dM[(l * n + m) * n + k] * dtau[m * 2 * n + j];")
+                w.line("t[l] = acc;")
+            _apply_minv(w, "qq")
+            w.comment("The q-qd block.")
+            with w.block("for (int l = 0; l < n; ++l)"):
+                w.line("T acc = qv[(l * n + j) * n + k];")
+                w.line("for (int m = 0; m < n; ++m) "
+                       "acc += dM[(l * n + m) * n + j] * dtau[m * 2 * n + n + k];")
+                w.line("t[l] = acc;")
+            _apply_minv(w, "qv")
+            w.comment("The qd-qd block (dM/dqd = 0).")
+            w.line("for (int l = 0; l < n; ++l) t[l] = vv[(l * n + j) * n + k];")
+            _apply_minv(w, "vv")
+    w.comment("dMinv/dq_k = -Minv (dM/dq_k) Minv, slice by slice in place.")
+    w.line("T W[n * n];")
+    w.line(f"T* dMinv = out + {3 * n3};")
+    with w.block("for (int k = 0; k < n; ++k)"):
+        with w.block("for (int l = 0; l < n; ++l)"):
+            with w.block("for (int j = 0; j < n; ++j)"):
+                w.line("T acc{};")
+                w.line("for (int m = 0; m < n; ++m) "
+                       "acc += dMinv[(l * n + m) * n + k] * Minv[m * n + j];")
+                w.line("W[l * n + j] = acc;")
+        with w.block("for (int i = 0; i < n; ++i)"):
+            with w.block("for (int j = 0; j < n; ++j)"):
+                w.line("T acc{};")
+                w.line("for (int l = 0; l < n; ++l) acc += Minv[i * n + l] * W[l * n + j];")
+                w.line("dMinv[(i * n + j) * n + k] = -acc;")
+
+
+def _apply_minv(w: Writer, block: str) -> None:
+    """`block[i][j][k] = -(Minv t)_i` for the current `(j, k)`."""
+    with w.block("for (int i = 0; i < n; ++i)"):
+        w.line("T acc{};")
+        w.line("for (int l = 0; l < n; ++l) acc += Minv[i * n + l] * t[l];")
+        w.line(f"{block}[(i * n + j) * n + k] = -acc;")

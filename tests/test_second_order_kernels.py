@@ -1,0 +1,148 @@
+"""The second-order profile (`idsva_so`, `fdsva_so`) on the CPU build against the float64
+reference (itself checked against Pinocchio's ComputeRNEASecondOrderDerivatives and
+finite differences in test_reference_second_order), through the numpy handle:
+
+* iiwa14 in float64 and float32, and a small floating tree (a free-flyer base with two
+  branches, one of them prismatic) in float64: the iterated chart of the free flyer;
+* with and without `f_ext`, `qdd=None`, a single state, `out=` into a pinned buffer;
+* the identity `dMinv/dq_k = -Minv dM/dq_k Minv` between the two kernels' last blocks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from artifact_harness import round_states, tolerance
+from support import ROBOTS, assert_scaled_close, random_states
+
+import grid_rbd
+import grid_rbd.reference as reference
+
+FLOATING_TREE = """<robot name="so_tree">
+  <link name="base"><inertial><mass value="3.0"/><origin xyz="0.02 -0.01 0.03"/>
+    <inertia ixx="0.2" ixy="0.01" ixz="0.0" iyy="0.3" iyz="0.02" izz="0.25"/></inertial></link>
+  <link name="a1"><inertial><mass value="1.2"/><origin xyz="0.1 0.0 0.02"/>
+    <inertia ixx="0.02" ixy="0.0" ixz="0.001" iyy="0.03" iyz="0.0" izz="0.025"/></inertial></link>
+  <link name="a2"><inertial><mass value="0.7"/><origin xyz="0.0 0.12 0.0"/>
+    <inertia ixx="0.01" ixy="0.002" ixz="0.0" iyy="0.012" iyz="0.0" izz="0.011"/></inertial></link>
+  <link name="b1"><inertial><mass value="0.9"/><origin xyz="0.0 0.0 -0.1"/>
+    <inertia ixx="0.015" ixy="0.0" ixz="0.0" iyy="0.014" iyz="0.001" izz="0.01"/></inertial></link>
+  <joint name="j_a1" type="revolute"><parent link="base"/><child link="a1"/>
+    <origin xyz="0.2 0.1 0.0" rpy="0.3 0.0 0.1"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="50" velocity="10"/></joint>
+  <joint name="j_a2" type="revolute"><parent link="a1"/><child link="a2"/>
+    <origin xyz="0.3 0.0 0.0" rpy="0.0 0.5 0.0"/><axis xyz="0.6 0.8 0"/>
+    <limit lower="-3" upper="3" effort="50" velocity="10"/></joint>
+  <joint name="j_b1" type="prismatic"><parent link="base"/><child link="b1"/>
+    <origin xyz="-0.2 0.0 -0.1" rpy="0.0 0.0 0.7"/><axis xyz="0 1 0"/>
+    <limit lower="-0.5" upper="0.5" effort="50" velocity="1"/></joint>
+</robot>
+"""
+
+BATCH = 9
+SECOND_ORDER = ("idsva_so", "fdsva_so")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return tmp_path_factory.mktemp("second_order_store")
+
+
+def _handle(store, robot: str, dtype: str):
+    if robot == "so_tree":
+        path = store / "so_tree.urdf"
+        path.write_text(FLOATING_TREE)
+        floating = True
+    else:
+        path, floating = ROBOTS[robot].path, ROBOTS[robot].floating_base
+    handle = grid_rbd.register_robot(f"{robot}_so_{dtype}", urdf_path=str(path),
+                                     floating_base=floating, dtype=dtype,
+                                     algorithm_list=["second_order"], cache_dir=store)
+    return handle, reference.load(path, floating_base=floating)
+
+
+CASES = [("iiwa14", "float64"), ("iiwa14", "float32"), ("so_tree", "float64")]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[f"{r}-{d}" for r, d in CASES])
+def case(request, store):
+    robot, dtype = request.param
+    handle, ref = _handle(store, robot, dtype)
+    s = round_states(random_states(ref.model, BATCH, seed=11 + len(robot)), dtype)
+    yield handle, ref, s, np.dtype(dtype)
+    handle.close()
+
+
+def _tol(dtype, ref, s, name):
+    # fdsva_so is a solve (Minv) twice over: its float32 error scales with cond(M)^2
+    if dtype == np.float32:
+        return 3 * tolerance(dtype, "forward_dynamics" if name == "fdsva_so" else
+                             "inverse_dynamics", ref, s.q)
+    return 1e-9
+
+
+def _cast(x, dtype):
+    return None if x is None else np.ascontiguousarray(x, dtype=dtype)
+
+
+@pytest.mark.parametrize("f_ext", [False, True], ids=["no-fext", "fext"])
+def test_idsva_so_matches_reference(case, f_ext):
+    handle, ref, s, dtype = case
+    fext = s.f_ext if f_ext else None
+    got = handle.idsva_so(_cast(s.q, dtype), _cast(s.qd, dtype), _cast(s.qdd, dtype),
+                          _cast(fext, dtype))
+    want = ref.idsva_so(s.q, s.qd, s.qdd, fext)
+    assert len(got) == 4
+    for name, g, w in zip(("d2tau_dq2", "d2tau_dqd2", "d2tau_dq_dqd", "dM_dq"), got, want):
+        assert g.shape == (BATCH, ref.nv, ref.nv, ref.nv)
+        assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1),
+                            _tol(dtype, ref, s, "idsva_so"), f"{name} ({dtype})")
+
+
+@pytest.mark.parametrize("f_ext", [False, True], ids=["no-fext", "fext"])
+def test_fdsva_so_matches_reference(case, f_ext):
+    handle, ref, s, dtype = case
+    fext = s.f_ext if f_ext else None
+    got = handle.fdsva_so(_cast(s.q, dtype), _cast(s.qd, dtype), _cast(s.u, dtype),
+                          _cast(fext, dtype))
+    want = ref.fdsva_so(s.q, s.qd, s.u, fext)
+    for name, g, w in zip(("d2qdd_dq2", "d2qdd_dqd2", "d2qdd_dq_dqd", "dMinv_dq"), got,
+                          want):
+        assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1),
+                            _tol(dtype, ref, s, "fdsva_so"), f"{name} ({dtype})")
+
+
+def test_zero_acceleration_single_state_and_out(case):
+    """`qdd=None` is a zero acceleration; one state drops the batch axis; `out=` fills a
+    pinned buffer in place and returns views of it."""
+    handle, ref, s, dtype = case
+    nv = ref.nv
+    want = ref.idsva_so(s.q, s.qd, np.zeros_like(s.qdd))
+    got = handle.idsva_so(_cast(s.q, dtype), _cast(s.qd, dtype))
+    tol = _tol(dtype, ref, s, "idsva_so")
+    for g, w in zip(got, want):
+        assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1), tol, "qdd=None")
+    one = handle.fdsva_so(_cast(s.q[0], dtype), _cast(s.qd[0], dtype), _cast(s.u[0], dtype))
+    ref_one = ref.fdsva_so(s.q[:1], s.qd[:1], s.u[:1])
+    for g, w in zip(one, ref_one):
+        assert g.shape == (nv, nv, nv)
+        assert_scaled_close(g.reshape(1, -1), w.reshape(1, -1),
+                            _tol(dtype, ref, s, "fdsva_so"), "a single state")
+    out = handle.pinned_empty((BATCH, 4 * nv, nv, nv))
+    views = handle.idsva_so(_cast(s.q, dtype), _cast(s.qd, dtype), out=out)
+    for k, (g, w) in enumerate(zip(views, want)):
+        assert np.shares_memory(g, out)
+        assert_scaled_close(out[:, k * nv:(k + 1) * nv].reshape(BATCH, -1),
+                            w.reshape(BATCH, -1), tol, "out=")
+
+
+def test_inverse_mass_derivative_from_both_kernels(case):
+    """The two kernels agree with each other: fdsva_so's dMinv/dq_k equals
+    -Minv (dM/dq_k) Minv from idsva_so's dM/dq and the reference's Minv."""
+    handle, ref, s, dtype = case
+    dM = handle.idsva_so(_cast(s.q, dtype), _cast(s.qd, dtype))[3].astype(np.float64)
+    dMinv = handle.fdsva_so(_cast(s.q, dtype), _cast(s.qd, dtype), _cast(s.u, dtype))[3]
+    Minv = ref.minv(s.q)
+    want = -np.einsum("bil,blmk,bmj->bijk", Minv, dM, Minv)
+    assert_scaled_close(dMinv.reshape(BATCH, -1), want.reshape(BATCH, -1),
+                        _tol(dtype, ref, s, "fdsva_so"), "dMinv = -Minv dM Minv")
