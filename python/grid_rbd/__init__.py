@@ -16,6 +16,7 @@ caller's own CUDA / C++ sources against a robot's generated `grid.cuh` (docs/con
 """
 
 from grid_rbd._handle import RobotHandle
+from grid_rbd._mujoco_convention import MujocoHandle, as_mujoco, mujoco_to_pinocchio
 from grid_rbd._register import get_robot, load_robot, register_robot
 from grid_rbd._version import __version__
 from grid_rbd.consumer import (
@@ -27,6 +28,7 @@ from grid_rbd.consumer import (
     load_artifact,
 )
 
-__all__ = ["RobotHandle", "__version__", "get_robot", "load_robot", "register_robot"]
+__all__ = ["MujocoHandle", "RobotHandle", "__version__", "as_mujoco", "get_robot",
+           "load_robot", "mujoco_to_pinocchio", "register_robot"]
 __all__ += ["ArtifactIncompatibleError", "ArtifactNotFoundError", "ConsumerArtifactError",
             "build_artifact", "list_artifacts", "load_artifact"]

@@ -65,6 +65,8 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    contact_frames: Sequence[str] | None = None,
                    cost_frames: Sequence[str] | None = None,
                    enable_tool: bool = False, allow_fp64: bool = False,
+                   output_convention: str = "pinocchio",
+                   enable_mujoco_kernels: bool | None = None,
                    use_joint_dynamics: bool = False, friction_model: str = "sign",
                    friction_width: float | Sequence[float] | None = None,
                    runtime_joint_dynamics: bool = False) -> Any:
@@ -109,6 +111,17 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     allow_fp64: the methods also take float64 inputs of a float32 build, compute in
         float32 and return float64 (a convenience cast, shown in the handle's repr; not
         part of the store key).
+    output_convention: "pinocchio" (default: q = [p, quat xyzw, joints], the local
+        free-flyer tangent) or "mujoco" (a `grid_rbd.MujocoHandle`: the free joint as
+        MuJoCo has it, q = [p, quat wxyz, joints], qd = [v world, omega local, joints],
+        forces, accelerations, matrices and gradients on that chart;
+        docs/mujoco_convention.md). Not part of the store key: the same artifact serves
+        both, through an exact conversion layer in the handle.
+    enable_mujoco_kernels: whether handles of this registration may use the MuJoCo
+        convention (True; None: False when GRID_ENABLE_MUJOCO_KERNELS=0, else True).
+        False gives a Pinocchio-only handle (`grid_rbd.as_mujoco` refuses it) and is
+        mutually exclusive with output_convention="mujoco". The twins are handle-side
+        conversions, not kernels: the build is the same either way, so neither is keyed.
     strategy: how a batch item maps to the hardware: "auto" (default: the artifact carries
         the thread, warp and block variants that suit the robot, and each call runs the one
         fastest at its batch size, as measured on the GPU at registration or predicted by
@@ -126,9 +139,11 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     """
     from grid_codegen.options import DEFAULT_ALGORITHMS, CodegenOptions
     from grid_rbd._build import ensure_entry
+    from grid_rbd._mujoco_convention import MujocoHandle, check_convention
 
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    mujoco_kernels = check_convention(output_convention, enable_mujoco_kernels)
     check_name(name, "name")
     if (urdf_path is None) == (urdf_string is None):
         raise ValueError("pass exactly one of urdf_path= and urdf_string=")
@@ -180,7 +195,9 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     handle = RobotHandle._open(registration.so_path, name, registration)
     _check_descriptor(handle, registration.entry_dir, name)
     handle._allow_fp64 = bool(allow_fp64)
-    return with_backend(handle, backend)
+    handle._mujoco_kernels = mujoco_kernels
+    view = with_backend(handle, backend)
+    return MujocoHandle(view) if output_convention == "mujoco" else view
 
 
 def get_robot(name: str, cache_dir: str | os.PathLike | None = None,
