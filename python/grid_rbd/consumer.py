@@ -34,7 +34,6 @@ recorded for another architecture or key schema. GRiD never loads or binds the a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -66,8 +65,6 @@ BUILD_LOG = "build.log"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 MAX_NAME = 128
-LOAD_IDENTITY_KEYS = ("key_schema", "artifact_schema", "arch")
-"""What a load must match; the rest of the identity is provenance."""
 
 
 class ConsumerArtifactError(RuntimeError):
