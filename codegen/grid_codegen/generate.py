@@ -29,7 +29,8 @@ from grid_codegen.symbolic.emit import PassLibrary
 
 def generate(model: RobotModel, options: CodegenOptions | None = None,
              units: bool = False, device_api: bool = False,
-             contact_frames: tuple[str, ...] = ()) -> dict[str, str]:
+             contact_frames: tuple[str, ...] = (), collision: object = None
+             ) -> dict[str, str]:
     """The files of the artifact for `model`: file name -> text.
 
     units: put each algorithm's kernels in a translation unit of its own
@@ -40,7 +41,9 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     registration's text (and store key) does not depend on it."""
     options = options or CodegenOptions()
     ee_frames = model.end_effector_frames(options.ee_joint_names or None)
-    dims = Dims(model.reduced_nq, model.reduced_nv, model.nb, len(ee_frames))
+    dims = Dims(model.reduced_nq, model.reduced_nv, model.nb, len(ee_frames),
+                # collision: the SphereModel the collision profile bakes in (keyword)
+                *((len(collision.spheres), len(collision.pairs)) if collision else ()))
     strategies = dispatch.strategies_for(options.strategy)
     jd = JointDynamics.of(model, options)
     joint_table = jd.table_size if jd is not None and jd.runtime else 0
@@ -64,7 +67,8 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
                      else dispatch.THREAD_MAX_OPS)
             try:
                 item = build_thread_item(library, model, ee_frames, options.runtime_inertia,
-                                         entry, dims, text, limit, joint_dynamics=jd)
+                                         entry, dims, text, limit, joint_dynamics=jd,
+                                         collision=collision)
             except TooLarge as exc:
                 library.rollback(checkpoint)
                 ops = exc.ops

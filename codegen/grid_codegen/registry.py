@@ -22,17 +22,22 @@ _DIM_LABELS = {
     "nb": "body count nb",
     "num_ees": "end-effector count num_ees",
     "world_kinematics": "world-kinematics width 18*nb + 6*nv",
+    "num_spheres": "collision sphere count num_spheres",
+    "num_pairs": "collision pair count num_pairs",
 }
 
 
 @dataclass(frozen=True)
 class Dims:
-    """A robot's dimensions: nq (configuration), nv (tangent), nb (bodies), num_ees."""
+    """A robot's dimensions: nq (configuration), nv (tangent), nb (bodies), num_ees;
+    num_spheres and num_pairs of a collision build (grid_codegen.collision; 0 without)."""
 
     nq: int
     nv: int
     nb: int
     num_ees: int
+    num_spheres: int = 0
+    num_pairs: int = 0
 
     @property
     def one(self) -> int:
@@ -228,6 +233,24 @@ ALGORITHMS: tuple[Algorithm, ...] = (
               (Q, QD, U, FEXT), (Dim("nv", 4), NV, NV), True, profile="second_order",
               parts=(("d2qdd_dq2", NV3), ("d2qdd_dqd2", NV3), ("d2qdd_dq_dqd", NV3),
                      ("dMinv_dq", NV3))),
+    # -- the collision profile (register_robot(collision=True); docs/collision.md) ------
+    Algorithm("sphere_positions",
+              "World centres of the collision spheres (collision_spheres order).",
+              (Q,), (Dim("num_spheres"), C3), False, profile="collision",
+              differentiable=("q",), gradient="sphere_positions_gradient"),
+    Algorithm("sphere_positions_gradient",
+              "d(sphere centre)/d(tangent): [s, k, j] = d p_s[k] / d eps_j.",
+              (Q,), (Dim("num_spheres"), C3, NV), False, profile="collision",
+              jacobian_columns=NV),
+    Algorithm("self_collision_distance",
+              "Signed distance per checked link pair (collision_pairs order): the "
+              "smallest |p_a - p_b| - r_a - r_b over the two links' spheres.",
+              (Q,), (Dim("num_pairs"),), False, profile="collision",
+              differentiable=("q",), gradient="self_collision_distance_gradient"),
+    Algorithm("self_collision_distance_gradient",
+              "d(self_collision_distance)/d(tangent): the active sphere pair's gradient.",
+              (Q,), (Dim("num_pairs"), NV), False, profile="collision",
+              jacobian_columns=NV),
 )
 
 BY_NAME: dict[str, Algorithm] = {a.name: a for a in ALGORITHMS}
@@ -239,10 +262,12 @@ MAX_INPUTS = max(len(a.inputs) for a in ALGORITHMS)
 PROFILES: dict[str, tuple[str, ...]] = {
     profile: tuple(a.name for a in ALGORITHMS if a.profile == profile)
     for profile in dict.fromkeys(a.profile for a in ALGORITHMS)}
-PROFILES["all"] = NAMES
+PROFILES["all"] = tuple(n for n in NAMES if BY_NAME[n].profile != "collision")
+# ("all" leaves out the collision profile: it needs a sphere model, which only a
+# registration with collision=True has; asking for "collision" by name adds it.)
 """Groups of algorithms `algorithm_list` may name: "core" (the dynamics, mass matrix,
 kinematics and their gradients: the default build), "centroidal", "kinematics",
-"second_order", "all"."""
+"second_order", "collision" (needs a sphere model), "all"."""
 
 DEFAULT_NAMES: tuple[str, ...] = PROFILES["core"]
 

@@ -269,7 +269,7 @@ def _has_mimic(urdf_bytes: bytes) -> bool:
 def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: bool,
                  options: Any, backend: str, cache_dir: str | os.PathLike | None = None,
                  force_rebuild: bool = False, plant: dict[str, Any] | None = None,
-                 mimic: bool = False) -> Registration:
+                 mimic: bool = False, collision: Any = None) -> Registration:
     """The store entry of (`urdf_bytes`, `options`, `floating_base`) for `backend`,
     built and published when needed; records `name` in the manifest.
 
@@ -290,6 +290,8 @@ def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: 
         key_options["plant"] = plant
     if mimic and _has_mimic(urdf_bytes):  # the coupled model: only keyed when it differs
         key_options["mimic"] = True
+    if collision is not None:  # a grid_codegen.collision.CollisionRequest: keyed when set
+        key_options["collision"] = collision.key(urdf_bytes, urdf_source)
     ikey = input_key(urdf_bytes, key_options, __version__, identity)
     urdf = {"urdf_sha256": sha256_bytes(urdf_bytes), "urdf_source": urdf_source}
 
@@ -316,14 +318,14 @@ def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: 
                 return done(entry, "hit", waited)
         return _build(store, name, urdf_bytes, urdf_source, floating_base, options,
                       toolchain, identity, ikey, urdf, force_rebuild, waited, done, plant,
-                      "mimic" in key_options)
+                      "mimic" in key_options, collision)
 
 
 def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
            floating_base: bool, options: Any, toolchain: Toolchain,
            identity: dict[str, Any], ikey: str, urdf: dict[str, str], force_rebuild: bool,
-           waited: bool, done: Any, plant: dict[str, Any], mimic: bool = False
-           ) -> Registration:
+           waited: bool, done: Any, plant: dict[str, Any], mimic: bool = False,
+           collision: Any = None) -> Registration:
     from grid_codegen import parse_urdf
     from grid_codegen.compile import CompileError, compile_artifact
     from grid_codegen.generate import generate
@@ -339,9 +341,16 @@ def _build(store: Store, name: str, urdf_bytes: bytes, urdf_source: str,
             raise ValueError(f"ee_joint_names: {exc.args[0]}") from None
         contacts = _contact_frames(model, plant.get("contact_frames", ()))
         costs = _moving_frames(model, plant.get("cost_frames", ()), "cost_frames")
+        spheres = None
+        if collision is not None:
+            from grid_codegen.collision import build_sphere_model
+
+            spheres = build_sphere_model(model, collision, urdf_bytes, urdf_source)
     with progress.phase("generate", f"{len(options.algorithms)} algorithms, {options.dtype}"):
-        files = generate(model, options, units=True)
+        files = generate(model, options, units=True, collision=spheres)
     names = _names(model, ee_frames)
+    if spheres is not None:
+        names["collision"] = spheres.to_dict()
     if contacts:
         names["contact_frames"] = contacts
     if costs:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from grid_rbd._collision import CollisionMethods
 from grid_rbd._contacts import ContactMethods
 from grid_rbd._frames import FrameMethods
 from grid_rbd._handle import RobotHandle
@@ -28,7 +29,8 @@ from grid_rbd._plant import PlantMethods
 STAMP_BYTES = 8
 
 
-class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods, ContactMethods):
+class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods, ContactMethods,
+                      CollisionMethods):
     """Base of `JaxRobotHandle` and `TorchRobotHandle` (see the module doc)."""
 
     def __init__(self, base: RobotHandle) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from grid_codegen.model import GRAVITY
+from grid_rbd._collision import CollisionMethods
 from grid_rbd._contacts import ContactMethods
 from grid_rbd._frames import FrameMethods
 from grid_rbd._methods import METHODS, Dims, Method, check_against_artifact, resolve
@@ -79,7 +80,8 @@ def install_dispatch(artifact: Any, meta: dict[str, Any] | None) -> None:
             artifact.set_dispatch(algorithm, [(int(b), str(v)) for b, v in table])
 
 
-class RobotHandle(ParameterSensitivities, FrameMethods, PlantMethods, ContactMethods):
+class RobotHandle(ParameterSensitivities, FrameMethods, PlantMethods, ContactMethods,
+                  CollisionMethods):
     """A compiled robot: batched algorithms on numpy arrays.
 
     Every algorithm method takes 2-D C-contiguous arrays of the handle dtype with the batch
@@ -101,8 +103,10 @@ class RobotHandle(ParameterSensitivities, FrameMethods, PlantMethods, ContactMet
         self._ctx_id = int(self._binding.ctx_id)
         self._name = name or self._meta.get("robot_name") or str(info["robot_name"])
         self._registration = registration
+        collision = self._meta.get("collision") or {}  # a collision=True build's counts
         self._dims = Dims(int(info["nq"]), int(info["nv"]), int(info["nb"]),
-                          int(info["num_ees"]))
+                          int(info["num_ees"]), len(collision.get("spheres", ())),
+                          len(collision.get("pairs", ())))
         self._dtype = np.dtype(str(info["dtype"]))
         self._algorithms: dict[str, dict[str, Any]] = dict(info["algorithms"])
         check_against_artifact(self._algorithms, self._dims)

@@ -69,7 +69,11 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    enable_mujoco_kernels: bool | None = None,
                    use_joint_dynamics: bool = False, friction_model: str = "sign",
                    friction_width: float | Sequence[float] | None = None,
-                   runtime_joint_dynamics: bool = False) -> Any:
+                   runtime_joint_dynamics: bool = False,
+                   collision: bool = False, collision_res: Any = None,
+                   collision_native: bool = False, spherized_urdf: Any = None,
+                   allowed_collision_pairs: Sequence[Sequence[str]] | None = None,
+                   mesh_roots: Sequence[str | os.PathLike] | None = None) -> Any:
     """Compile (or find in the store) the artifact of a robot and return its handle.
 
     name: the name `get_robot(name)` finds it under later.
@@ -129,6 +133,18 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         code specialised to the robot; SIMD vectors of items on the CPU), "warp" (one item
         per warp) or "block" (one item per thread block). An explicit strategy builds only
         that variant and is a different store entry.
+    collision: build the collision profile (docs/collision.md): spheres per link fitted
+        to the URDF's `<collision>` geometry (boxes, cylinders, capsules, spheres, meshes
+        read with trimesh) at `collision_res` (metres, default 0.05; or a {link: res}
+        mapping), or read from `spherized_urdf` (a path or the URDF text of `<collision>`
+        spheres, keyed by its content); the checked link pairs leave out adjacent links,
+        links in contact at the neutral configuration and `allowed_collision_pairs`.
+        `mesh_roots`: the folders mesh files may come from (default: the URDF's folder's
+        parent; package:// and relative paths never leave them). The handle gains
+        `collision_spheres`, `collision_pairs`, `sphere_positions`,
+        `self_collision_distance`, `world_collision_distance`, `collision_cost` and
+        their gradients. Keyed only when set. `collision_native=True` (exact primitive
+        distances) is not implemented yet and is refused.
 
     A cold build reports its phases (parse, generate, compile, publish; autotune on a GPU
     build with strategy "auto") on stderr; a warm
@@ -172,6 +188,14 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         check_name(frame, "cost_frames entry")
     if enable_tool:
         runtime_inertia = True  # a tool is composed into the run-time inertia table
+    from grid_rbd._collision import collision_request
+
+    collision_req = collision_request(
+        collision, collision_res, collision_native, spherized_urdf,
+        allowed_collision_pairs, mesh_roots, urdf_path, bool(mimic))
+    if collision_req is not None:
+        algorithm_list = (*(algorithm_list if algorithm_list is not None
+                            else DEFAULT_ALGORITHMS), "collision")
     options = CodegenOptions(
         dtype=dtype_name, max_batch_size=max_batch_size,
         algorithms=(tuple(algorithm_list) if algorithm_list is not None
@@ -191,7 +215,7 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         plant["enable_tool"] = True
     registration = ensure_entry(name, urdf_bytes, source, bool(floating_base), options,
                                 target, cache_dir=cache_dir, force_rebuild=force_rebuild,
-                                plant=plant, mimic=bool(mimic))
+                                plant=plant, mimic=bool(mimic), collision=collision_req)
     handle = RobotHandle._open(registration.so_path, name, registration)
     _check_descriptor(handle, registration.entry_dir, name)
     handle._allow_fp64 = bool(allow_fp64)

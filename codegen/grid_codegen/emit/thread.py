@@ -244,7 +244,8 @@ class TooLarge(Exception):
 def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tuple,
                       runtime_inertia: bool, algorithm: Algorithm, dims: Dims,
                       w: Writer, max_ops: int | None = None,
-                      joint_dynamics: JointDynamics | None = None) -> ThreadItem:
+                      joint_dynamics: JointDynamics | None = None,
+                      collision: object = None) -> ThreadItem:
     """Trace the passes of `algorithm`, register them in the library and write the item
     function `<algorithm>_thread` into `w`. Raises `TooLarge` as soon as its Jacobian
     is known to need more than `max_ops` operations (the caller rolls the library back)."""
@@ -337,6 +338,10 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                              "rnea_second_order")
     elif name == "fdsva_so":
         SO.emit_fdsva_so(plan, kb, X, ports, out)
+    elif algorithm.profile == "collision":  # the sphere model's passes (collision=True)
+        from grid_codegen.symbolic import collision as CO
+
+        CO.emit(kb, model, collision, name, X, out, unX, nv)
     elif name in CENTROIDAL_PASSES:
         doc, fn, port_names = CENTROIDAL_PASSES[name]
         plan.dynamics_call(kb, name, doc,

@@ -77,11 +77,23 @@ def _end_effector_pose_vjp(launch: Launcher, method: Method, x: Arrays, ct: jax.
     return {"q": _q_cotangent(launch, x["q"], _contract(ct, jac))}
 
 
+def _q_jacobian_vjp(launch: Launcher, method: Method, x: Arrays, ct: jax.Array,
+                    stamp: jax.Array, gravity: float) -> Arrays:
+    """A q-only method whose gradient is its (output..., nv) Jacobian (the collision
+    profile): ct_q = ct J, the output axes flattened."""
+    jac = launch.run(method.gradient, [x["q"]], gravity, stamp=stamp)
+    batch = ct.shape[0]
+    flat = _contract(ct.reshape(batch, -1), jac.reshape(batch, -1, launch.dims.nv))
+    return {"q": _q_cotangent(launch, x["q"], flat)}
+
+
 _PULLBACKS = {
     "forward_dynamics": _forward_dynamics_vjp,
     "aba": _forward_dynamics_vjp,
     "inverse_dynamics": _inverse_dynamics_vjp,
     "end_effector_pose": _end_effector_pose_vjp,
+    "sphere_positions": _q_jacobian_vjp,
+    "self_collision_distance": _q_jacobian_vjp,
 }
 
 

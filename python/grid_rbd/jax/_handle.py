@@ -27,7 +27,7 @@ import numpy as np
 from grid_codegen.model import GRAVITY
 from grid_rbd._framework import FrameworkHandle
 from grid_rbd._handle import RobotHandle, bind_arguments, install_methods
-from grid_rbd._methods import METHODS, Dims, Input, Method
+from grid_rbd._methods import METHODS, Input, Method
 from grid_rbd.jax._autodiff import differentiable
 from grid_rbd.jax._ffi_build import store_root_of
 from grid_rbd.jax._launch import Launcher
@@ -91,7 +91,7 @@ class JaxRobotHandle(FrameworkHandle):
                 robot=self.name, bridge=int(_core().bridge_address()),
                 artifact=int(self._base._artifact.native_address), ctx_id=self.ctx_id,
                 is_gpu=self.device == "cuda", dtype=np.dtype(self.np_dtype),
-                dims=Dims(self.nq, self.nv, self.nb, self.num_ees), ids=dict(self._ids),
+                dims=self._dims, ids=dict(self._ids),
                 command_buffers=self._command_buffers)
         return self._launcher
 

@@ -80,7 +80,10 @@ class AnalyticFunction(torch.autograd.Function):
             jacobian, minv_ct = ctx.handle._launch_backward(name, inputs, ctx.gravity, operands,
                                                             stamp)
         # One batched product gives both blocks: ct (B, 1, rows) @ J (B, rows, cols).
-        contracted = torch.bmm(ct.unsqueeze(1), jacobian).squeeze(1)
+        # (Outputs of several axes, the collision profile's (B, S, 3), are flattened.)
+        batch = ct.shape[0]
+        contracted = torch.bmm(ct.reshape(batch, 1, -1),
+                               jacobian.reshape(batch, -1, jacobian.shape[-1])).squeeze(1)
         grads: list[torch.Tensor | None] = [None] * len(inputs)
         if needs[0]:
             ct_q = contracted[:, :nv]
