@@ -75,7 +75,7 @@ def test_locks_keep_the_main_job_to_the_core():
     frameworks, cuda = pins("requirements-frameworks.lock"), pins(
         "requirements-frameworks-cuda.lock")
     assert set(core) == {"numpy", "scikit-build-core", "pybind11", "cmake", "ninja",
-                         "packaging", "pathspec"}
+                         "packaging", "pathspec", "trimesh"}
     assert not {"torch", "jax", "jaxlib"} & (set(core) | set(test))
     assert {"pytest", "pin", "example-robot-data"} <= set(test)
     assert frameworks["torch"] == "2.13.0"  # a version, no local build label
