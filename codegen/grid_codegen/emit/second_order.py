@@ -6,13 +6,17 @@ part order. The second derivatives of RNEA are traced on hyper-duals
 its entries straight to the output (the structural zeros included), so that no
 intermediate of the size of the output exists:
 
-    idsva_so:  joint_transforms(q) -> X
-               rnea_second_order_g<k>(X, qd, qdd, f_ext) -> out   (blocks 0..2)
-               mass_matrix_derivative_g<k>(X) -> out               (block 3)
-    fdsva_so:  aba_minv(X, qd, u, f_ext) -> qdd_minv
-               rnea_derivatives(X, qd, qdd, f_ext) -> dtau         (dense, nv x 2nv)
-               the passes of idsva_so at qdd = FD(q, qd, u) -> out
+    idsva_so:  joint_transforms(q) -> X;  acceleration(qdd) -> acc
+               rnea_second_order[_g<k>](X, qd, acc, f_ext) -> out  (the four blocks)
+    fdsva_so:  aba_minv(X, qd, u, f_ext) -> qdd_minv;  acceleration_at_fd -> acc
+               rnea_derivatives_dense(X, qd, acc, f_ext) -> dtau   (nv x 2nv)
+               the passes of idsva_so (the same functions) -> out
                fdsva_combine(qdd_minv, dtau, out) -> out           (dense loops, in place)
+
+Above UNROLLED_OPS the Hessian blocks come from one pass per joint with its outer
+direction a run-time seed (`rnea_second_order_joint<j>`), called by a loop over the
+joint's directions that scatters each column (`rnea_second_order_loops`): g1's unrolled
+trace is about a million operations, the per-joint passes half of it in code.
 
 `fdsva_combine` applies the implicit-function theorem of `ID(q, qd, FD(q, qd, u)) = u`
 differentiated twice (with `dqdd = -Minv dtau`):
@@ -32,6 +36,10 @@ from grid_codegen.symbolic import graph as G
 from grid_codegen.symbolic import second_order as SO
 from grid_codegen.symbolic.emit import Array, ItemBuilder
 
+UNROLLED_OPS = 300000
+"""Above this many traced operations (all outer directions unrolled), the Hessian blocks
+are traced one pass per joint with a run-time outer direction (`_emit_joint_loops`)."""
+
 SINGLE_PASS_OPS = 60000
 """Up to this many traced operations the second derivatives are one pass (segmented by
 the emitter); above it, groups of outer directions (each recomputes what it needs)."""
@@ -50,12 +58,6 @@ def output_index(nv: int, i: int, a: int, b: int) -> int | None:
     if a < nv <= b:
         return 2 * n3 + (i * nv + a) * nv + b - nv
     return None
-
-
-def _units(nv: int) -> list[tuple[str, int]]:
-    """The units a group is made of: one outer direction of the Hessian (`2 nv`), one
-    column of `M` for `dM/dq` (`nv`)."""
-    return [("H", a) for a in range(2 * nv)] + [("M", j) for j in range(nv)]
 
 
 def _unit_outputs(nv: int, unit: tuple[str, int]) -> list[int]:
@@ -92,15 +94,16 @@ def second_order_values(model: RobotModel, X: list, I: Sequence, qd: Sequence,
     return out
 
 
-def plan_units(trace: Callable[[list], list], nv: int) -> list[list[tuple[str, int]]]:
-    """Groups of units: one group when the whole traces to at most SINGLE_PASS_OPS
-    operations, else consecutive units of at most GROUP_OPS each (from one trace)."""
+def plan_units(trace: Callable[[G.Graph, list], list], units: list[tuple[str, int]],
+               nv: int) -> tuple[list[list[tuple[str, int]]], int]:
+    """Groups of `units` and their traced operation count in all: one group when they
+    trace to at most SINGLE_PASS_OPS operations, else consecutive units of at most
+    GROUP_OPS each (from one trace)."""
     g = G.Graph()
-    units = _units(nv)
     result = trace(g, units)
     total = sum(1 for i in G.reachable(g, result) if g.nodes[i][0] != "in")
     if total <= SINGLE_PASS_OPS:
-        return [units]
+        return [units], total
     groups: list[list[tuple[str, int]]] = []
     current: list[tuple[str, int]] = []
     seen: set[int] = set()
@@ -114,22 +117,25 @@ def plan_units(trace: Callable[[list], list], nv: int) -> list[list[tuple[str, i
         current.append(unit)
         seen.update(new)
     groups.append(current)
-    return groups
+    return groups, total
 
 
-def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, qdd: Array,
-                      fext: Array, out: Array, label: str) -> None:
-    """The passes writing the four blocks of `idsva_so` at `qdd` into `out`."""
+def _unflatten(model: RobotModel, x: Sequence) -> list:
+    return [(list(x[12 * i:12 * i + 9]), list(x[12 * i + 9:12 * i + 12]))
+            for i in range(model.nb)]
+
+
+def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, acc: Array,
+                      fext: Array, out: Array) -> None:
+    """The passes writing the four blocks of `idsva_so` at the acceleration `acc` (a
+    dense local array) into `out`: unrolled up to UNROLLED_OPS traced operations, else
+    one run-time-seeded pass per joint for the Hessian blocks."""
     model: RobotModel = plan.model
     nv = model.nv
-    arrays = [X, qd, qdd, fext]
+    arrays = [X, qd, acc, fext]
 
-    def unflat(x):
-        return [(list(x[12 * i:12 * i + 9]), list(x[12 * i + 9:12 * i + 12]))
-                for i in range(model.nb)]
-
-    def values(x, v, acc, f, I, g, units):
-        return second_order_values(model, unflat(x), I, v, acc, f, g, units)
+    def values(x, v, a, f, I, g, units):
+        return second_order_values(model, _unflatten(model, x), I, v, a, f, g, units)
 
     def trace(g: G.Graph, units):
         inputs = [[g.input(f"{a.name}[{k}]") if p is None else p
@@ -138,14 +144,80 @@ def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, qdd: Array,
         table = inputs.pop() if plan.runtime_inertia else None
         return values(*inputs, plan.inertias(table), gravity, units)
 
-    groups = plan_units(trace, nv)
+    hessian = [("H", a) for a in range(2 * nv)]
+    mass = [("M", j) for j in range(nv)]
+    groups, total = plan_units(trace, hessian + mass, nv)
+    if total > UNROLLED_OPS:
+        _emit_joint_loops(plan, kb, arrays, out)
+        groups, _ = plan_units(trace, mass, nv)
     for k, units in enumerate(groups):
         written = sorted(i for u in units for i in _unit_outputs(nv, u))
-        name = label if len(groups) == 1 else f"{label}_g{k}"
+        name = "rnea_second_order" if len(groups) == 1 else f"rnea_second_order_g{k}"
         plan.dynamics_call(
             kb, name, f"Second derivatives of RNEA (hyper-duals): {_describe(units, nv)}.",
             lambda *v, units=units: values(*v, units), arrays, out, write=written,
             schedule_order=written)
+
+
+def _emit_joint_loops(plan, kb: ItemBuilder, arrays: list[Array], out: Array) -> None:
+    """The Hessian blocks by one pass per joint (`rnea_second_order_joint`), each run for
+    every direction of its joint from a dense loop that scatters the column it writes."""
+    model: RobotModel = plan.model
+    nv = model.nv
+    side = ItemBuilder(plan.library)  # registers the passes; the loop calls them
+    calls = []
+    for j, joint in enumerate(model.joints):
+        if joint.nv == 0:
+            continue
+        seed = Array.runtime("seed", 2 * joint.nv, "item")
+
+        def column(x, v, a, f, s, I, g, j=j):
+            H = SO.rnea_second_order_joint(model, _unflatten(model, x), I, v, a, f, g, j, s)
+            return [h for row in H for h in row]
+
+        plan.dynamics_call(side, f"rnea_second_order_joint{j}",
+                           f"d/dz_b (dtau/dz . seed) for a direction of joint {j} "
+                           f"({joint.name}) given in `seed` (hyper-duals).", column,
+                           arrays + [seed], "column", dense=True)
+        calls.append((joint, side.calls[-1]))
+    params: dict[str, str] = {}
+    for _, call in calls:
+        for decl, name in plan.library.passes[call.pass_name].params:
+            if name not in ("seed", "column"):
+                params.setdefault(name, decl)
+    params[out.name] = f"T* GRID_RESTRICT {out.name}"
+    ops = sum(plan.library.passes[c.pass_name].op_count * 2 * jt.nv for jt, c in calls)
+    kb.call_static(f"rnea_second_order_loops_{model.nv}",
+                   lambda w: _joint_loops_body(w, nv, calls, out.name),
+                   "The Hessian blocks of idsva_so, joint by joint and direction by "
+                   "direction (run-time seeds), scattered into the output.",
+                   [(decl, name) for name, decl in params.items()], ops)
+
+
+def _joint_loops_body(w: Writer, nv: int, calls: list, out: str) -> None:
+    n3 = nv ** 3
+    w.line(f"constexpr int n = {nv};")
+    w.line(f"T seed[{2 * max(jt.nv for jt, _ in calls)}];")
+    w.line("T column[n * 2 * n];")
+    for joint, call in calls:
+        m = joint.nv
+        w.comment(f"Joint {joint.name}: outer directions q {joint.idx_v}.."
+                  f"{joint.idx_v + m - 1} and their velocities.")
+        with w.block(f"for (int d = 0; d < {2 * m}; ++d)"):
+            w.line(f"for (int e = 0; e < {2 * m}; ++e) seed[e] = T{{}};")
+            w.line("seed[d] = T{} + S(1);")
+            w.line(f"{call.pass_name}<T, S>({call.args});")
+            w.line(f"const bool velocity = d >= {m};")
+            w.line(f"const int a = velocity ? d - {m} + {joint.idx_v} : d + {joint.idx_v};")
+            with w.block("for (int i = 0; i < n; ++i)"):
+                with w.block("for (int b = 0; b < n; ++b)"):
+                    with w.block("if (velocity)"):
+                        w.line(f"{out}[{n3} + (i * n + a) * n + b] = "
+                               "column[i * 2 * n + n + b];")
+                    with w.block("else"):
+                        w.line(f"{out}[(i * n + a) * n + b] = column[i * 2 * n + b];")
+                        w.line(f"{out}[{2 * n3} + (i * n + a) * n + b] = "
+                               "column[i * 2 * n + n + b];")
 
 
 def _describe(units: Sequence[tuple[str, int]], nv: int) -> str:
@@ -159,18 +231,21 @@ def _describe(units: Sequence[tuple[str, int]], nv: int) -> str:
     return ", ".join(parts)
 
 
+def emit_idsva_so(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array) -> None:
+    """`idsva_so`: the acceleration (None is zero) into a local, then the passes."""
+    acc = kb.call("acceleration", "qdd (zero when not given), for the second-order passes.",
+                  lambda a: list(a), [ports["qdd"]], "acc", dense=True)
+    emit_second_order(plan, kb, X, ports["qd"], acc, ports["f_ext"], out)
+
+
 def emit_fdsva_so(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array) -> None:
-    """`fdsva_so`: FD and M^-1, RNEA's first and second derivatives there, then the
-    implicit-function combination in place."""
+    """`fdsva_so`: FD and M^-1, RNEA's first and second derivatives there (the passes of
+    `idsva_so`, shared), then the implicit-function combination in place."""
     model: RobotModel = plan.model
     nv = model.nv
 
-    def unflat(x):
-        return [(list(x[12 * i:12 * i + 9]), list(x[12 * i + 9:12 * i + 12]))
-                for i in range(model.nb)]
-
     def aba_minv(x, qd, u, f, I, g):
-        Xs = unflat(x)
+        Xs = _unflatten(model, x)
         art = A.Articulated(model, Xs, I)
         qdd = A.aba(model, Xs, I, qd, u, f, g, art)
         return list(qdd) + [v for row in A.minv(model, Xs, I, art) for v in row]
@@ -179,17 +254,17 @@ def emit_fdsva_so(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array) -> N
         kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
         "then), sharing the articulated inertias.", aba_minv,
         [X, ports["qd"], ports["u"], ports["f_ext"]], "qdd_minv", dense=True)
-    qdd = Array("qdd_minv", solved.pattern)  # entries 0..nv-1 are qdd
+    acc = kb.call("acceleration_at_fd", "qdd = FD(q, qd, u), for the second-order passes.",
+                  lambda s: list(s[:nv]), [solved], "acc", dense=True)
 
-    def dtau(x, qd, s, f, I, g):
-        D = A.rnea_derivatives(model, unflat(x), I, qd, list(s[:nv]), f, g)
+    def dtau(x, qd, a, f, I, g):
+        D = A.rnea_derivatives(model, _unflatten(model, x), I, qd, a, f, g)
         return [v for row in D for v in row]
 
     derivative = plan.dynamics_call(
-        kb, "rnea_derivatives_at_fd", "[dtau/dq | dtau/dqd] at qdd = FD (dense).", dtau,
-        [X, ports["qd"], solved, ports["f_ext"]], "dtau", dense=True)
-    emit_second_order(plan, kb, X, ports["qd"], qdd, ports["f_ext"], out,
-                      "rnea_second_order_at_fd")
+        kb, "rnea_derivatives_dense", "[dtau/dq | dtau/dqd] (dense).", dtau,
+        [X, ports["qd"], acc, ports["f_ext"]], "dtau", dense=True)
+    emit_second_order(plan, kb, X, ports["qd"], acc, ports["f_ext"], out)
     kb.call_static(f"fdsva_combine_{nv}", lambda w: _combine_body(w, nv),
                    "d2qdd = -Minv (d2tau + dM dqdd + (dM dqdd)^T) and dMinv = -Minv dM "
                    "Minv, in place over the four blocks (dense loops).",

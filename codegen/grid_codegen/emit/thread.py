@@ -334,8 +334,7 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                 "coordinates (hyper-dual tangents through the chart).",
                 lambda x: F.end_effector_pose_hessian(model, ee_frames, unX(x)), [X], out)
     elif name == "idsva_so":
-        SO.emit_second_order(plan, kb, X, ports["qd"], ports["qdd"], ports["f_ext"], out,
-                             "rnea_second_order")
+        SO.emit_idsva_so(plan, kb, X, ports, out)
     elif name == "fdsva_so":
         SO.emit_fdsva_so(plan, kb, X, ports, out)
     elif algorithm.profile == "collision":  # the sphere model's passes (collision=True)

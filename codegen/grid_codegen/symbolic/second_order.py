@@ -14,6 +14,11 @@ analytic second-order algorithms comes out of the tree).
 
 `dM/dq` is RNEA's first derivative along `q` at `qd = 0`, `qdd = e_j`, without gravity
 or external forces, one column `j` of the mass matrix at a time.
+
+For large trees the fully unrolled trace (every outer direction in the code) is too much
+code; `rnea_second_order_joint` traces one pass per joint whose outer direction is a
+run-time input, run once per direction of the joint: the same operations at run time,
+about half the code on revolute chains and a twelfth on the free flyer.
 """
 
 from __future__ import annotations
@@ -24,11 +29,6 @@ from grid_codegen.model import RobotModel
 from grid_codegen.symbolic import algorithms as A
 from grid_codegen.symbolic import spatial as sp
 from grid_codegen.symbolic.dual import Dual
-
-
-def _inner_seed(value: object, direction: int) -> Dual:
-    """`value + eps_N` along `direction` at the inner level only."""
-    return Dual(Dual(value, {direction: 1.0}))
 
 
 def _nested(value: object, direction: int, outer: bool, inner: bool) -> object:
@@ -75,3 +75,28 @@ def mass_matrix_derivative(model: RobotModel, X: list[sp.Placement], I: Sequence
         D = A.rnea_derivatives(model, X, I, zero, unit, None, 0.0, range(nv))
         out.append([row[:nv] for row in D])
     return [[out[c][i] for c in range(len(columns))] for i in range(nv)]
+
+
+def rnea_second_order_joint(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
+                            qd: Sequence, qdd: Sequence, fext: Sequence | None,
+                            gravity: object, joint: int, seed: Sequence) -> list[list]:
+    """`H[i][b] = d/dz_b (dtau_i/dz . s)` along one outer direction `s` of joint `joint`
+    given at run time: `seed` holds its `2 nv_j` entries (the joint's configuration
+    directions, then its velocity directions), typically a unit vector. Only what the
+    joint moves carries the outer tangent, as in `rnea_second_order`; the directions of
+    one joint share one pass, run once per direction."""
+    nv = model.nv
+    jt = model.joints[joint]
+    lo, n = jt.idx_v, jt.nv
+
+    def mine(k: int) -> bool:
+        return lo <= k < lo + n
+
+    inner_q = [Dual(Dual(0.0, {k: 1.0})) for k in range(nv)]
+    outer_q = [Dual(Dual(0.0), {0: Dual(seed[k - lo])}) if mine(k) else 0.0
+               for k in range(nv)]
+    Xd = A.perturb_transforms(model, A.perturb_transforms(model, X, inner_q), outer_q)
+    qd_d = [Dual(Dual(qd[k], {nv + k: 1.0}), {0: Dual(seed[n + k - lo])} if mine(k) else {})
+            for k in range(nv)]
+    tau = A.rnea(model, Xd, I, qd_d, qdd, fext, gravity)
+    return [[_entry(t, 0, b) for b in range(2 * nv)] for t in tau]
