@@ -1,9 +1,12 @@
-"""The centroidal profile per item: every algorithm of it, per robot at the issue's batch
-(iiwa14 and go2 at 65,536, g1 at 16,384), beside the output-write bound (the time to fill
-a buffer of the same size), on the CPU (numpy handle, `out=` buffers, all cores or
-`--threads`) or the GPU (torch handle on CUDA tensors, CUDA events, `out=`).
+"""A build profile per item: every algorithm of it ("centroidal" by default, or
+`--profile second_order`), per robot at the issue's batch (centroidal: iiwa14 and go2 at
+65,536, g1 at 16,384; second order: 1,024, `--batch` to change), beside the output-write
+bound (the time to fill a buffer of the same size), on the CPU (numpy handle, `out=`
+buffers, all cores or `--threads`) or the GPU (torch handle on CUDA tensors, `out=`).
 
     .venv/bin/python tools/bench/bench_centroidal.py --device cpu --out RESULT.json
+    .venv/bin/python tools/bench/bench_centroidal.py --profile second_order \
+        --robots iiwa14,go2 --out RESULT.json
 
 Each figure is the median over `--reps` calls after one warm-up; the bound is the median
 fill of the output buffer (`fill(0)` / `zero_()`), so `ratio = time / bound` says how far
@@ -37,7 +40,8 @@ use_tree(REPO)
 import grid_rbd  # noqa: E402
 from grid_codegen.registry import PROFILES, algorithm  # noqa: E402
 
-BATCHES = {"iiwa14": 65536, "go2": 65536, "g1": 16384}
+BATCHES = {"centroidal": {"iiwa14": 65536, "go2": 65536, "g1": 16384},
+           "second_order": {"iiwa14": 1024, "go2": 1024, "g1": 1024}}
 
 
 def _urdf(robot: str) -> tuple[Path, bool]:
@@ -72,14 +76,15 @@ def _median_seconds(fn, reps: int, sync=None) -> float:
     return statistics.median(times)
 
 
-def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str) -> list[dict]:
+def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
+                profile: str = "centroidal", batch: int | None = None) -> list[dict]:
     path, floating = _urdf(robot)
     backend = "torch" if device == "cuda" else "numpy"
-    handle = grid_rbd.register_robot(f"{robot}_centroidal_bench", urdf_path=str(path),
+    handle = grid_rbd.register_robot(f"{robot}_{profile}_bench", urdf_path=str(path),
                                      floating_base=floating, dtype=dtype, device=device,
-                                     algorithm_list=["centroidal"], backend=backend,
+                                     algorithm_list=[profile], backend=backend,
                                      cache_dir=store)
-    batch = BATCHES[robot]
+    batch = batch or BATCHES[profile][robot]
     npdtype = np.dtype(dtype)
     states = _states(handle, batch, npdtype, floating)
     rows = []
@@ -89,10 +94,10 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str) -> l
         sync = torch.cuda.synchronize
     else:
         sync = None
-    for name in PROFILES["centroidal"]:
+    for name in PROFILES[profile]:
         entry = algorithm(name)
         size = entry.output_size(handle._dims)
-        inputs = [states[p.name] for p in entry.inputs]
+        inputs = [states.get(p.name) for p in entry.inputs]  # f_ext: None
         if device == "cuda":
             import torch
             out = torch.empty((batch, size), dtype=getattr(torch, dtype), device="cuda")
@@ -104,7 +109,8 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str) -> l
         method = getattr(handle, name)
         seconds = _median_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o), reps, sync)
         bound = _median_seconds(fill, reps, sync)
-        rows.append({"robot": robot, "algorithm": name, "batch": batch, "dtype": dtype,
+        rows.append({"robot": robot, "profile": profile, "algorithm": name, "batch": batch,
+                     "dtype": dtype,
                      "device": device, "ns_per_item": seconds / batch * 1e9,
                      "write_bound_ns_per_item": bound / batch * 1e9,
                      "ratio_to_write_bound": seconds / bound,
@@ -118,6 +124,8 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str) -> l
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--profile", choices=tuple(BATCHES), default="centroidal")
+    parser.add_argument("--batch", type=int, help="one batch for every robot")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--robots", default="iiwa14,go2,g1")
     parser.add_argument("--reps", type=int, default=7)
@@ -129,10 +137,11 @@ def main() -> None:
     if args.threads:
         os.environ["GRID_RBD_NUM_THREADS"] = str(args.threads)
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    store = args.store or tempfile.mkdtemp(prefix="grid_centroidal_bench_")
+    store = args.store or tempfile.mkdtemp(prefix=f"grid_{args.profile}_bench_")
     rows = []
     for robot in args.robots.split(","):
-        rows += bench_robot(robot, args.device, args.dtype, args.reps, store)
+        rows += bench_robot(robot, args.device, args.dtype, args.reps, store, args.profile,
+                            args.batch)
     result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat(),
               "machine": platform.node(), "cpu_count": os.cpu_count(),
               "threads": args.threads or os.cpu_count(), "rows": rows}
