@@ -162,3 +162,27 @@ def test_joint_loops_match_the_reference(monkeypatch, tmp_path):
             assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1), 1e-9,
                                 f"{name} block {k} (joint loops)")
     handle.close()
+
+
+@pytest.mark.parametrize("integrator", ["euler", "semi_implicit_euler"])
+def test_plant_step_hessian_from_the_kernel(case, integrator):
+    """The numpy handle's plant_step_hessian (fdsva_so's blocks assembled in float64)
+    against the reference's (its own fdsva_so); refused with the reason on a free flyer
+    and for rk4."""
+    handle, ref, s, dtype = case
+    x = np.concatenate([s.q, s.qd], axis=1)
+    if ref.model.floating_base:
+        with pytest.raises(ValueError, match="nq == nv"):
+            handle.plant_step_hessian(x, s.u, 0.01, integrator)
+        return
+    got = handle.plant_step_hessian(x.astype(dtype), s.u.astype(dtype), 0.01, integrator)
+    want = ref.plant_step_hessian(x, s.u, 0.01, integrator)
+    assert got.shape == (BATCH, 2 * ref.nv, 3 * ref.nv, 3 * ref.nv)
+    assert_scaled_close(got.reshape(BATCH, -1), want.reshape(BATCH, -1),
+                        _tol(dtype, ref, s, "fdsva_so"), f"plant_step_hessian {integrator}")
+    one = handle.plant_step_hessian(x[0].astype(dtype), s.u[0].astype(dtype), 0.01,
+                                    integrator)
+    assert_scaled_close(one.reshape(1, -1), want[:1].reshape(1, -1),
+                        _tol(dtype, ref, s, "fdsva_so"), "a single state")
+    with pytest.raises(ValueError, match="rk4"):
+        handle.plant_step_hessian(x.astype(dtype), s.u.astype(dtype), 0.01, "rk4")

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from grid_rbd._array_ops import ArrayOps
-from grid_rbd._integrators import Stepper, check_step
+from grid_rbd._integrators import Stepper, check_step, step_hessian
 from grid_rbd.reference.costs import barrier_bounds
 
 SMALL = 1e-2  # below this rotation angle the SE(3) coefficients use their Taylor series
@@ -272,6 +272,36 @@ class PlantMethods:
         u = u[None] if single else u
         G = self._stepper(q, gravity).step(q, qd, u, dt, integrator_type, True)[1]
         return G[0] if single else G
+
+    def plant_step_hessian(self, x: Any, u: Any, dt: float, integrator_type: str = "euler",
+                           *, gravity: float = -9.81) -> np.ndarray:
+        """`(B, 2nv, 3nv, 3nv)`: `d2 x'/d(x, u)^2` over `z = [q, qd, u]` (euler and
+        semi-implicit euler, fixed base), from the `fdsva_so` kernel (register with the
+        "second_order" profile). On the numpy handle, as the spec says; float64 out on
+        a float32 build too (the second derivatives are assembled in float64)."""
+        if type(self).__module__.split(".")[1] in ("torch", "jax"):
+            raise NotImplementedError("plant_step_hessian is on the numpy handle; use "
+                                      "grid_rbd.get_robot(name) for it")
+        check_step(integrator_type, dt)
+        if integrator_type not in ("euler", "semi_implicit_euler"):
+            raise ValueError("plant_step_hessian supports euler and semi_implicit_euler; "
+                             f"got {integrator_type!r} (rk4's Hessian is not provided)")
+        if self.nq != self.nv:
+            raise ValueError("plant_step_hessian is provided where the configuration is "
+                             "a vector (nq == nv: no free flyer, ball or planar joint); "
+                             "the second-order terms of the Lie-group chart are not "
+                             "implemented")
+        if "fdsva_so" not in self.algorithms:
+            raise RuntimeError("plant_step_hessian needs fdsva_so; register with "
+                               "algorithm_list=[..., 'second_order']")
+        x, u = np.asarray(x), np.asarray(u)
+        q, qd, single = self._split_state(x)
+        u = u[None] if single else u
+        dtype = self._dtype
+        blocks = self.fdsva_so(*(np.ascontiguousarray(a, dtype=dtype) for a in (q, qd, u)),
+                               gravity=gravity)
+        H = step_hessian(*(b.astype(np.float64) for b in blocks), dt, integrator_type)
+        return H[0] if single else H
 
     def integrator(self, x: Any, u: Any, dt: float, steps: int = 1,
                    integrator_type: str = "euler", *, gravity: float = -9.81) -> Any:

@@ -14,6 +14,7 @@ import numpy as np
 
 from grid_codegen.model import RobotModel
 from grid_rbd._integrators import INTEGRATORS, Stepper, check_step
+from grid_rbd._integrators import step_hessian as assemble_step_hessian
 from grid_rbd.reference import configuration
 
 __all__ = ["INTEGRATORS", "NumpyChart", "Stepper", "check_step", "split", "step_hessian"]
@@ -53,29 +54,15 @@ def step_hessian(model: RobotModel, x: np.ndarray, u: np.ndarray, dt: float, int
                  fdsva_so: Callable) -> np.ndarray:
     """`(B, 2nv, 3nv, 3nv)`: `H[b, r, i, j] = d2 x'_r / dz_i dz_j`, `z = [q, qd, u]`
     (euler and semi-implicit euler on a fixed base, where the chart is additive: the
-    second derivatives are those of the forward dynamics, `fdsva_so`, and `dM^-1/dq`)."""
-    dt = check_step(integrator, dt)
+    second derivatives are those of the forward dynamics, `fdsva_so`, and `dM^-1/dq`;
+    `grid_rbd._integrators.step_hessian` assembles them)."""
+    check_step(integrator, dt)
     if integrator == "rk4":
         raise ValueError("plant_step_hessian supports euler and semi_implicit_euler; "
                          "rk4's Hessian is not provided")
     if model.floating_base:
         raise ValueError("plant_step_hessian is provided on a fixed base only (the "
                          "floating base's second-order chart terms are not implemented)")
-    nv = model.nv
     q, v = split(model, x)
     u = np.atleast_2d(np.asarray(u, dtype=np.float64))
-    batch = len(q)
-    qq, vv, qv, dMinv = fdsva_so(q, v, u)
-    # Second derivatives of a(q, qd, u) over z (u enters linearly; M^-1 needs only q).
-    Ha = np.zeros((batch, nv, 3 * nv, 3 * nv))
-    Ha[:, :, :nv, :nv] = qq
-    Ha[:, :, nv:2 * nv, nv:2 * nv] = vv
-    Ha[:, :, :nv, nv:2 * nv] = qv
-    Ha[:, :, nv:2 * nv, :nv] = np.swapaxes(qv, 2, 3)
-    Ha[:, :, 2 * nv:, :nv] = dMinv  # dMinv[i, j, k] = d2 a_i / du_j dq_k
-    Ha[:, :, :nv, 2 * nv:] = np.swapaxes(dMinv, 2, 3)
-    H = np.zeros((batch, 2 * nv, 3 * nv, 3 * nv))
-    H[:, nv:] = dt * Ha  # qd' = qd + dt a
-    if integrator == "semi_implicit_euler":
-        H[:, :nv] = dt * dt * Ha  # q' = q + dt (qd + dt a); euler's q' is linear
-    return H
+    return assemble_step_hessian(*fdsva_so(q, v, u), dt, integrator)
