@@ -90,7 +90,7 @@ def test_runtime_and_generator_share_one_abi_header():
     files = generate(load_model("iiwa14"), CodegenOptions(algorithms=("crba",),
                                                           strategy="warp"))
     assert header("abi.h") in files["grid.cuh"]
-    assert _core.ABI_VERSION == ABI_VERSION == 4
+    assert _core.ABI_VERSION == ABI_VERSION == 5
 
 
 def test_info_describes_the_artifact(loaded):

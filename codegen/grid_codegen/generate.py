@@ -11,7 +11,7 @@ variants and default dispatch tables. Identical inputs give byte-identical text.
 
 from __future__ import annotations
 
-from grid_codegen import dispatch
+from grid_codegen import dispatch, transforms
 from grid_codegen.emit import BUILDERS
 from grid_codegen.emit.algorithm import EmitContext, emit_level_item
 from grid_codegen.emit.kernels import VariantInfo, emit_level_variant, emit_thread_variant
@@ -47,6 +47,10 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     strategies = dispatch.strategies_for(options.strategy)
     jd = JointDynamics.of(model, options)
     joint_table = jd.table_size if jd is not None and jd.runtime else 0
+    transform_table = transforms.table_size(model) if options.runtime_transform else 0
+    if transform_table and device_api:
+        raise ValueError("the consumer device API (device_api=True) does not take the "
+                         "runtime transform table yet; build it without runtime_transform")
 
     library = PassLibrary()
     thread_items = Writer()
@@ -68,6 +72,7 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
             try:
                 item = build_thread_item(library, model, ee_frames, options.runtime_inertia,
                                          entry, dims, text, limit, joint_dynamics=jd,
+                                         runtime_transform=options.runtime_transform,
                                          collision=collision)
             except TooLarge as exc:
                 library.rollback(checkpoint)
@@ -79,7 +84,8 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
                     thread_items.extend(text)
                     thread_items.line()
                     variants.append(emit_thread_variant(kernels, entry, dims, item.name,
-                                                        item.ops, bool(joint_table)))
+                                                        item.ops, bool(joint_table),
+                                                        bool(transform_table)))
                 ops = item.ops
         for strategy in wanted:
             if strategy == "thread":
@@ -91,7 +97,7 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
             item_name = emit_level_item(ctx, kernels, spec)
             variants.append(emit_level_variant(
                 kernels, entry, dims, strategy, item_name, spec.layout.size_constant,
-                ops, ctx.strategy.threads_per_block(), joint_table))
+                ops, ctx.strategy.threads_per_block(), joint_table, transform_table))
         model_variants = [dispatch.Variant(v.strategy, max(v.ops, ops)) for v in variants]
         builds.append(AlgorithmBuild(
             entry, tuple(variants),
@@ -169,4 +175,7 @@ def _emit_robot_constants(w: Writer, model: RobotModel, options: CodegenOptions,
         if options.runtime_joint_dynamics:
             w.line("const T* joint_dynamics;  // [damping (n) | friction (n)], "
                    "grid_codegen.joint_dynamics")
+        if options.runtime_transform:
+            w.line("const T* transform;  // 7 per joint: origin [p (3) | quat xyzw (4)], "
+                   "grid_codegen.transforms")
     w.line()

@@ -29,7 +29,8 @@ DEFAULT_FRICTION_WIDTH = 0.01
 # Options added after version 3 enter the canonical JSON only when set away from their
 # defaults, so that the keys of builds that do not use them stay what they were.
 _KEYED_WHEN_SET = {"use_joint_dynamics": False, "runtime_joint_dynamics": False,
-                   "friction_model": "sign", "friction_width": None}
+                   "friction_model": "sign", "friction_width": None,
+                   "runtime_transform": False}
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ class CodegenOptions:
         dynamics on.
     friction_width: the tanh model's velocity scale, one value or one per joint-dynamics
         dof (positive; default DEFAULT_FRICTION_WIDTH); only with friction_model="tanh".
+    runtime_transform: each joint's origin (parent body -> joint frame) is read from a
+        per-context table (`set_transform_params`, `grid_codegen.transforms` gives the
+        layout) by every kernel, dynamics and kinematics alike, instead of being folded
+        in as constants.
     """
 
     dtype: str = "float32"
@@ -74,6 +79,7 @@ class CodegenOptions:
     runtime_joint_dynamics: bool = False
     friction_model: str = "sign"
     friction_width: float | tuple[float, ...] | None = None
+    runtime_transform: bool = False
     _version: int = field(default=3, repr=False)
 
     def __post_init__(self) -> None:
@@ -98,6 +104,7 @@ class CodegenOptions:
                  else tuple(self.ee_joint_names or ()))
         object.__setattr__(self, "ee_joint_names", tuple(str(n) for n in names))
         object.__setattr__(self, "runtime_inertia", bool(self.runtime_inertia))
+        object.__setattr__(self, "runtime_transform", bool(self.runtime_transform))
         self._check_joint_dynamics()
 
     def _check_joint_dynamics(self) -> None:

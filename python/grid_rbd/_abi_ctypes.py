@@ -13,7 +13,7 @@ import ctypes
 MAX_INPUTS = 4
 MAX_VARIANTS = 4
 MAX_DISPATCH = 8
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 
 class GridVariant(ctypes.Structure):
@@ -106,4 +106,8 @@ class GridDescriptor(ctypes.Structure):
         ("default_joint_dynamics_table", ctypes.c_void_p),
         ("set_joint_dynamics_table", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
                                                       ctypes.c_void_p)),
+        ("runtime_transform", ctypes.c_int32), ("transform_table_size", ctypes.c_int32),
+        ("default_transform_table", ctypes.c_void_p),
+        ("set_transform_table", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
+                                                 ctypes.c_void_p)),
     ]

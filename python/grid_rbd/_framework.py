@@ -24,13 +24,14 @@ from grid_rbd._handle import RobotHandle
 from grid_rbd._methods import BY_NAME, Method
 from grid_rbd._parameters import ParameterOperands
 from grid_rbd._plant import PlantMethods
+from grid_rbd._transforms import FrameworkTransformParams
 
 #: Bytes of a model-version stamp (a uint64 the forward writes on its stream).
 STAMP_BYTES = 8
 
 
 class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods, ContactMethods,
-                      CollisionMethods):
+                      FrameworkTransformParams, CollisionMethods):
     """Base of `JaxRobotHandle` and `TorchRobotHandle` (see the module doc)."""
 
     def __init__(self, base: RobotHandle) -> None:

@@ -35,6 +35,7 @@ from grid_rbd._frames import FrameMethods
 from grid_rbd._methods import METHODS, Dims, Method, check_against_artifact, resolve
 from grid_rbd._parameters import ParameterSensitivities
 from grid_rbd._plant import PlantMethods
+from grid_rbd._transforms import TransformParams
 
 _MISSING = object()
 _ARTIFACTS: dict[str, Any] = {}
@@ -81,7 +82,7 @@ def install_dispatch(artifact: Any, meta: dict[str, Any] | None) -> None:
 
 
 class RobotHandle(ParameterSensitivities, FrameMethods, PlantMethods, ContactMethods,
-                  CollisionMethods):
+                  TransformParams, CollisionMethods):
     """A compiled robot: batched algorithms on numpy arrays.
 
     Every algorithm method takes 2-D C-contiguous arrays of the handle dtype with the batch

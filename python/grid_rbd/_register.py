@@ -70,6 +70,7 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    use_joint_dynamics: bool = False, friction_model: str = "sign",
                    friction_width: float | Sequence[float] | None = None,
                    runtime_joint_dynamics: bool = False,
+                   runtime_transform: bool = False,
                    collision: bool = False, collision_res: Any = None,
                    collision_native: bool = False, spherized_urdf: Any = None,
                    allowed_collision_pairs: Sequence[Sequence[str]] | None = None,
@@ -100,6 +101,9 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         value or one per joint-dynamics dof (default 0.01).
     runtime_joint_dynamics: the damping and friction coefficients are a per-context table
         (`set_joint_dynamics`), initialised from the URDF; implies the terms.
+    runtime_transform: each joint's origin (parent body -> joint frame) is a per-context
+        table (`set_transform_params`, (nb, 7) [xyz, quat xyzw]) that every kernel reads,
+        kinematics included; initialised from the URDF; keyed only when True.
     device: "auto" (the GPU when one is usable, else the CPU), "cuda" or "cpu".
     backend: "numpy" (a `RobotHandle`), "jax" (a `grid_rbd.jax.JaxRobotHandle`) or "torch"
         (a `grid_rbd.torch.TorchRobotHandle`); all three share the store entry.
@@ -204,7 +208,8 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         strategy=strategy, use_joint_dynamics=use_joint_dynamics,
         runtime_joint_dynamics=runtime_joint_dynamics, friction_model=friction_model,
         friction_width=(tuple(friction_width) if isinstance(friction_width, (list, tuple))
-                        else friction_width))
+                        else friction_width),
+        runtime_transform=runtime_transform)
     target = resolve_device(device)
     plant = {}
     if contact_frames:

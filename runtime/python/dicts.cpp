@@ -71,6 +71,8 @@ py::dict artifact_info(const ArtifactLibrary& library) {
   info["runtime_inertia"] = d.runtime_inertia != 0;
   info["runtime_joint_dynamics"] = d.runtime_joint_dynamics != 0;
   info["joint_dynamics_table_size"] = d.joint_dynamics_table_size;
+  info["runtime_transform"] = d.runtime_transform != 0;
+  info["transform_table_size"] = d.transform_table_size;
   info["strategy"] = d.strategy;
   info["options"] = py::module_::import("json").attr("loads")(d.options_json);
   info["algorithms"] = algorithms;

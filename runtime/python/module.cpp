@@ -184,6 +184,23 @@ py::bytes get_joint_dynamics(Artifact& artifact, uint64_t ctx_id) {
   return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
+uint64_t set_transform_params(Artifact& artifact, uint64_t ctx_id, const py::bytes& table) {
+  const std::string text = table;
+  const auto* data = reinterpret_cast<const std::byte*>(text.data());
+  const std::vector<std::byte> bytes(data, data + text.size());
+  py::gil_scoped_release release;
+  return artifact.set_transform_params(ctx_id, bytes);
+}
+
+py::bytes get_transform_params(Artifact& artifact, uint64_t ctx_id) {
+  std::vector<std::byte> bytes;
+  {
+    py::gil_scoped_release release;
+    bytes = artifact.transform_params(ctx_id);
+  }
+  return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
 py::array get_inertia_params(Artifact& artifact, uint64_t ctx_id) {
   std::vector<std::byte> bytes;
   {
@@ -283,6 +300,10 @@ PYBIND11_MODULE(_core, m) {
            "Replace the [damping | friction] table (bytes of the artifact dtype); returns "
            "the new model version.")
       .def("get_joint_dynamics", &get_joint_dynamics, py::arg("ctx_id"))
+      .def("set_transform_params", &set_transform_params, py::arg("ctx_id"), py::arg("table"),
+           "Replace the joint-origin table ([p | quat xyzw] per joint, bytes of the artifact "
+           "dtype); returns the new model version.")
+      .def("get_transform_params", &get_transform_params, py::arg("ctx_id"))
       .def("set_threads_for", &Artifact::set_threads_for, py::arg("ctx_id"),
            py::arg("algorithm"), py::arg("threads"), py::call_guard<py::gil_scoped_release>(),
            "Threads per block of `algorithm` (\"\": every algorithm) on this context; 0 "

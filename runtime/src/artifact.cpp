@@ -138,6 +138,15 @@ std::vector<std::byte> Artifact::joint_dynamics(uint64_t id) {
   return with_context(id, [](Context& context) { return context.joint_dynamics(); });
 }
 
+uint64_t Artifact::set_transform_params(uint64_t id, const std::vector<std::byte>& table) {
+  return with_context(
+      id, [&](Context& context) { return context.set_transform_params(table, epoch_); });
+}
+
+std::vector<std::byte> Artifact::transform_params(uint64_t id) {
+  return with_context(id, [](Context& context) { return context.transform_params(); });
+}
+
 void Artifact::set_threads_for(uint64_t id, const std::string& algorithm, int32_t threads) {
   const int32_t algorithm_id = algorithm.empty() ? -1 : library_->algorithm(algorithm).id;
   with_context(id, [&](Context& context) { context.set_threads_for(algorithm_id, threads); });

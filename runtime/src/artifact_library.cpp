@@ -80,7 +80,10 @@ void ArtifactLibrary::validate() const {
       d.host_free_pinned == nullptr || d.copy == nullptr || d.synchronize == nullptr ||
       d.write_stamp == nullptr || d.set_joint_dynamics_table == nullptr ||
       d.joint_dynamics_table_size < 0 ||
-      (d.joint_dynamics_table_size > 0 && d.default_joint_dynamics_table == nullptr)) {
+      (d.joint_dynamics_table_size > 0 && d.default_joint_dynamics_table == nullptr) ||
+      d.set_transform_table == nullptr ||
+      (d.runtime_transform != 0 &&
+       (d.transform_table_size != 7 * d.nb || d.default_transform_table == nullptr))) {
     fail("a descriptor field is NULL");
   }
 #if GRID_ABI_VERSION >= 4

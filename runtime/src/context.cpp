@@ -103,6 +103,12 @@ Context::Context(std::shared_ptr<const ArtifactLibrary> library, const ContextOp
     joint_dynamics_.assign(joint_defaults,
                            joint_defaults + library_->joint_dynamics_table_bytes());
   }
+  const auto* transform_defaults =
+      static_cast<const std::byte*>(library_->descriptor().default_transform_table);
+  if (transform_defaults != nullptr) {
+    transform_.assign(transform_defaults,
+                      transform_defaults + library_->transform_table_bytes());
+  }
   const WorkspaceFit& fit = workspace_.fit();
   profile_.workspace_slots = fit.slots;
   profile_.workspace_slots_source = fit.source;
@@ -430,6 +436,66 @@ uint64_t Context::set_joint_dynamics(const std::vector<std::byte>& table, ModelE
 std::vector<std::byte> Context::joint_dynamics() const {
   const auto admission = admit_shared();
   return joint_dynamics_;
+}
+
+namespace {
+
+template <typename T>
+void check_transform(const std::vector<std::byte>& table) {
+  const size_t rows = table.size() / (7 * sizeof(T));
+  for (size_t i = 0; i < rows; ++i) {
+    T row[7];
+    std::memcpy(row, table.data() + i * 7 * sizeof(T), sizeof(row));
+    for (const T value : row) {
+      if (!std::isfinite(value)) {
+        throw ArgumentError("transform table: joint " + std::to_string(i) +
+                            " has a value that is not finite");
+      }
+    }
+    const double norm = std::sqrt(double(row[3]) * row[3] + double(row[4]) * row[4] +
+                                  double(row[5]) * row[5] + double(row[6]) * row[6]);
+    if (std::abs(norm - 1.0) > 1e-4) {
+      throw ArgumentError("transform table: the quaternion of joint " + std::to_string(i) +
+                          " has norm " + std::to_string(norm) + "; expected a unit "
+                          "quaternion [x, y, z, w] (the handles normalise it)");
+    }
+  }
+}
+
+}  // namespace
+
+uint64_t Context::set_transform_params(const std::vector<std::byte>& table,
+                                       ModelEpoch& epoch) {
+  if (!library_->runtime_transform()) {
+    throw UnsupportedError("set_transform_params needs an artifact built with "
+                           "runtime_transform=True; robot '" + library_->robot_name() +
+                           "' was built without it (its joint origins are compiled in)");
+  }
+  if (table.size() != library_->transform_table_bytes()) {
+    throw ArgumentError("transform table has " + std::to_string(table.size()) +
+                        " bytes; expected " +
+                        std::to_string(library_->transform_table_bytes()) + " (nb x 7 " +
+                        library_->dtype() + ": [p | quat xyzw] per joint)");
+  }
+  if (library_->scalar_size() == sizeof(double)) {
+    check_transform<double>(table);
+  } else {
+    check_transform<float>(table);
+  }
+  const auto admission = admit_exclusive();
+  fence("set_transform_params");
+  library_->check(library_->descriptor().set_transform_table(state_->get(), table.data()),
+                  "set_transform_params");
+  transform_ = table;
+  const uint64_t version = epoch.next();
+  write_version_word(version);
+  model_version_.store(version, std::memory_order_release);
+  return version;
+}
+
+std::vector<std::byte> Context::transform_params() const {
+  const auto admission = admit_shared();
+  return transform_;
 }
 
 void Context::set_threads_for(int32_t algorithm_id, int32_t threads) {

@@ -94,3 +94,41 @@ def emit_joint_transform(w: Writer, joint: Joint, q: Callable[[int], str], out: 
             w.line(f"compose(placement, motion, {out});")
     else:  # pragma: no cover - the model has no other joint types
         raise NotImplementedError(f"joint type {joint.type} of {joint.name}")
+
+
+def emit_runtime_joint_transform(w: Writer, joint: Joint, q: Callable[[int], str],
+                                 origin: str, out: str) -> None:
+    """Write `liMi(q) = origin * motion(q)` into `out[12]`, the origin read from a row of
+    the runtime transform table (`origin`: a pointer to its `[p (3), quat xyzw (4)]`,
+    `grid_codegen.transforms`); only the joint's motion keeps its constants."""
+    w.line("T placement[12];")
+    w.line(f"quat_to_rotation({origin} + 3, placement);")
+    for i in range(3):
+        w.line(f"placement[{9 + i}] = {origin}[{i}];")
+    w.line("T motion[12];")
+    if joint.type is JointType.REVOLUTE:
+        K = skew3(joint.axis)
+        KK = K @ K
+        w.line(f"const T sq = sin_({q(0)});")
+        w.line(f"const T cq = cos_({q(0)});")
+        for i in range(3):
+            for j in range(3):
+                expr = linear_combination([(K[i, j], "sq"), (-KK[i, j], "cq")],
+                                          float(i == j) + KK[i, j])
+                w.line(f"motion[{3 * i + j}] = {expr};")
+        for i in range(3):
+            w.line(f"motion[{9 + i}] = T(0);")
+    elif joint.type is JointType.PRISMATIC:
+        for i in range(3):
+            for j in range(3):
+                w.line(f"motion[{3 * i + j}] = T({1 if i == j else 0});")
+        for i in range(3):
+            w.line(f"motion[{9 + i}] = {linear_combination([(joint.axis[i], q(0))])};")
+    elif joint.type is JointType.FREE_FLYER:
+        w.line(f"const T quat[4] = {{{q(3)}, {q(4)}, {q(5)}, {q(6)}}};")
+        w.line("quat_to_rotation(quat, motion);")
+        for i in range(3):
+            w.line(f"motion[{9 + i}] = {q(i)};")
+    else:  # pragma: no cover - the level strategies cover no other joint types
+        raise NotImplementedError(f"joint type {joint.type} of {joint.name}")
+    w.line(f"compose(placement, motion, {out});")

@@ -44,10 +44,14 @@ def _input_pointer(algorithm: Algorithm, dims: Dims, k: int, index: str) -> str:
 
 
 def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
-                        ops: int, joint_table: bool = False) -> VariantInfo:
+                        ops: int, joint_table: bool = False, transform_table: bool = False
+                        ) -> VariantInfo:
     """Kernel and launcher of the thread strategy over the item function `item`
-    (`joint_table`: it takes the runtime joint-dynamics table last)."""
+    (`joint_table`: it takes the runtime joint-dynamics table after the output;
+    `transform_table`: then the runtime transform table)."""
     extra = ["args.joint_dynamics"] if joint_table else []
+    if transform_table:
+        extra.append("args.transform")
     name = f"{algorithm.name}_thread"
     out_width = algorithm.output_size(dims)
     widths = [p.width(dims) for p in algorithm.inputs]
@@ -101,11 +105,12 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
 
 def emit_level_variant(w: Writer, algorithm: Algorithm, dims: Dims, strategy: str,
                        item: str, scratch_size: str, ops: int, block_threads: int,
-                       joint_table: int = 0) -> VariantInfo:
+                       joint_table: int = 0, transform_table: int = 0) -> VariantInfo:
     """Kernel and launcher of the block or warp strategy over the item function `item`
     (`scratch_size`: the C++ constant of its scalars of scratch per item;
     `block_threads`: the block strategy's default width, enough for its widest step;
-    `joint_table`: the size of the runtime joint-dynamics table, 0 for none)."""
+    `joint_table`, `transform_table`: the sizes of the runtime joint-dynamics and
+    transform tables, 0 for none)."""
     name = f"{algorithm.name}_{strategy}"
     if strategy == "block":
         default, bound, per_block = block_threads, BLOCK_MAX_BLOCK, 1
@@ -148,14 +153,16 @@ def emit_level_variant(w: Writer, algorithm: Algorithm, dims: Dims, strategy: st
         w.line(f"{name}_kernel<T><<<blocks, threads, shared, stream>>>(args);")
         w.line("return launch_status();")
         w.line("#else")
-        _emit_level_host(w, algorithm, dims, item, scratch_size, ops, joint_table)
+        _emit_level_host(w, algorithm, dims, item, scratch_size, ops, joint_table,
+                         transform_table)
         w.line("#endif")
     w.line()
     return VariantInfo(strategy, default, bound, per_block, f"{name}_shared_bytes<T>()", ops)
 
 
 def _emit_level_host(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
-                     scratch_size: str, ops: int, joint_table: int = 0) -> None:
+                     scratch_size: str, ops: int, joint_table: int = 0,
+                     transform_table: int = 0) -> None:
     """The host path of a level-synchronous variant: the item function on `lanes<T>`
     (SIMD vectors of items), one tile of items per call, tiles across host threads."""
     out_width = algorithm.output_size(dims)
@@ -173,6 +180,11 @@ def _emit_level_host(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         w.line(f"for (int k = 0; k < {joint_table}; ++k) "
                "joint_dynamics[k] = V(args.joint_dynamics[k]);")
         captures += ", &joint_dynamics"
+    if transform_table:
+        w.line(f"V transform[{transform_table}];")
+        w.line(f"for (int k = 0; k < {transform_table}; ++k) "
+               "transform[k] = V(args.transform[k]);")
+        captures += ", &transform"
     with w.block(f"auto tile = [{captures}](int t)", "};"):
         w.line("const int first = t * W;")
         w.line("const int count = args.batch - first < W ? args.batch - first : W;")
@@ -187,6 +199,8 @@ def _emit_level_host(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         w.line("a.gravity = V(args.gravity);")
         if joint_table:
             w.line("a.joint_dynamics = joint_dynamics;")
+        if transform_table:
+            w.line("a.transform = transform;")
         w.line("a.batch = 1;")
         w.line(f"V s[{scratch_size}];")
         w.line(f"{item}<V>(s, a, 0);")

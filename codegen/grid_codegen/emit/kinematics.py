@@ -18,6 +18,7 @@ from __future__ import annotations
 from grid_codegen.emit.algorithm import AlgorithmSpec, EmitContext, Port, emit_load
 from grid_codegen.emit.joints import (
     emit_joint_transform,
+    emit_runtime_joint_transform,
     emit_subspace_column,
     is_identity,
     placement_literal,
@@ -28,12 +29,17 @@ from grid_codegen.model import Frame
 
 
 def emit_joint_transforms(ctx: EmitContext, w: Writer, q: Buffer, X: Buffer) -> None:
-    """`X_i = liMi(q_i)` for every body: parent -> body placement, compact form."""
+    """`X_i = liMi(q_i)` for every body: parent -> body placement, compact form (the
+    origins from the runtime transform table on a `runtime_transform` build)."""
     joints = ctx.model.joints
 
     def unit(w: Writer, i: int) -> None:
         joint = joints[i]
         w.comment(f"body {i}: joint '{comment_text(joint.name)}' ({joint.type.value})")
+        if ctx.options.runtime_transform:
+            emit_runtime_joint_transform(w, joint, lambda k: q[joint.idx_q + k],
+                                         f"(args.transform + {7 * i})", X.at(i))
+            return
         emit_joint_transform(w, joint, lambda k: q[joint.idx_q + k], X.at(i))
 
     ctx.strategy.schedule(w, [tuple(range(ctx.model.nb))], unit, "joint transforms")

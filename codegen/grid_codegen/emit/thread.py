@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from grid_codegen import transforms as T
 from grid_codegen.emit import second_order as SO
 from grid_codegen.emit.writer import Writer
 from grid_codegen.joint_dynamics import JointDynamics
@@ -46,14 +47,18 @@ class ThreadItem:
     ops: int
 
 
-def item_params(algorithm: Algorithm, dims: Dims, joint_table: bool = False) -> list[str]:
+def item_params(algorithm: Algorithm, dims: Dims, joint_table: bool = False,
+                transform_table: bool = False) -> list[str]:
     """The C++ parameters of every item function: the algorithm's inputs (per-item
     pointers of T), the shared inertia table and gravity (of S), the output; the shared
-    joint-dynamics table (of S) last on a `runtime_joint_dynamics` build."""
+    joint-dynamics table (of S) on a `runtime_joint_dynamics` build, then the shared
+    transform table (of S, `grid_codegen.transforms`) on a `runtime_transform` build."""
     params = [f"const T* GRID_RESTRICT {p.name}" for p in algorithm.inputs]
     params += ["const S* GRID_RESTRICT inertia", "S gravity", "T* GRID_RESTRICT out"]
     if joint_table:
         params.append("const S* GRID_RESTRICT joint_dynamics")
+    if transform_table:
+        params.append("const S* GRID_RESTRICT transform")
     return params
 
 
@@ -74,8 +79,10 @@ class _Plan:
     the inertia source and the pass library."""
 
     def __init__(self, model: RobotModel, ee_frames: tuple, runtime_inertia: bool,
-                 library: PassLibrary, joint_dynamics: JointDynamics | None = None) -> None:
+                 library: PassLibrary, joint_dynamics: JointDynamics | None = None,
+                 runtime_transform: bool = False) -> None:
         self.model = model
+        self.runtime_transform = runtime_transform
         self.jd = joint_dynamics
         self.ee_frames = ee_frames
         self.runtime_inertia = runtime_inertia
@@ -121,8 +128,24 @@ class _Plan:
     def passive(self, table: Sequence | None) -> Passive | None:
         return None if self.jd is None else Passive(self.jd, table)
 
+    def transform_array(self) -> list[Array]:
+        """The runtime transform table (`grid_codegen.transforms`), when the build has one."""
+        if not self.runtime_transform:
+            return []
+        return [Array.runtime("transform", T.table_size(self.model), "table")]
+
     def transforms(self, kb: ItemBuilder, q: Array) -> Array:
         model = self.model
+        if self.runtime_transform:
+            if model.coupling is not None:
+                raise ValueError("runtime_transform with mimic=True coupling is not "
+                                 "supported yet")
+            return kb.call("joint_transforms",
+                           "Parent -> body placements X_i = origin_i liMi(q), the origins "
+                           "from the runtime transform table: R row-major (9), p (3).",
+                           lambda q, t: _flat_transforms(A.joint_transforms(
+                               model, q, T.origins(model, t))),
+                           [q, *self.transform_array()], "X")
         if model.coupling is not None:
             expand = model.coupling.expand_q
             return kb.call("joint_transforms", "Parent -> body placements X_i = "
@@ -245,11 +268,13 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                       runtime_inertia: bool, algorithm: Algorithm, dims: Dims,
                       w: Writer, max_ops: int | None = None,
                       joint_dynamics: JointDynamics | None = None,
+                      runtime_transform: bool = False,
                       collision: object = None) -> ThreadItem:
     """Trace the passes of `algorithm`, register them in the library and write the item
     function `<algorithm>_thread` into `w`. Raises `TooLarge` as soon as its Jacobian
     is known to need more than `max_ops` operations (the caller rolls the library back)."""
-    plan = _Plan(model, ee_frames, runtime_inertia, w_library, joint_dynamics)
+    plan = _Plan(model, ee_frames, runtime_inertia, w_library, joint_dynamics,
+                 runtime_transform)
     kb = ItemBuilder(w_library)
     nb, nv = model.nb, model.nv
     ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
@@ -323,9 +348,17 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                        [X, ports["qd"], solved, ports["f_ext"]], out, nv, 2 * nv, max_ops)
     elif name == "fk_batched":
         frame = ee_frames[0]
-        kb.call("fk_batched", "Position and quaternion of the first end-effector frame.",
-                lambda x, q: F.frame_position_quaternion(model, frame, unX(x), q),
-                [X, ports["q"]], out)
+        if plan.runtime_transform:
+            kb.call("fk_batched", "Position and quaternion of the first end-effector frame "
+                    "(joint origins from the runtime transform table).",
+                    lambda x, q, t: F.frame_position_quaternion(
+                        model, frame, unX(x), q,
+                        [T.origin_quaternion(t, i) for i in range(nb)]),
+                    [X, ports["q"], *plan.transform_array()], out)
+        else:
+            kb.call("fk_batched", "Position and quaternion of the first end-effector frame.",
+                    lambda x, q: F.frame_position_quaternion(model, frame, unX(x), q),
+                    [X, ports["q"]], out)
     elif name == "world_kinematics":
         kb.call("world_kinematics", "World placements, motion subspace and body twists.",
                 lambda x, qd: F.world_kinematics(model, unX(x), qd), [X, ports["qd"]], out)
@@ -351,7 +384,8 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     item = f"{name}_thread"
     kb.emit_item_function(w, item, f"`{name}` of one item: {algorithm.doc}",
                           item_params(algorithm, dims, bool(joint_dynamics
-                                                            and joint_dynamics.runtime)))
+                                                            and joint_dynamics.runtime),
+                                      runtime_transform))
     return ThreadItem(item, kb.total_ops)
 
 

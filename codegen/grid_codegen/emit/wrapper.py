@@ -16,6 +16,9 @@ configuration (a variant, threads per block or host threads, a grid cap) and oth
 dispatches by batch size through the state's table, which starts as the descriptor's
 default (the cost model's, `grid_codegen.dispatch`) and which `set_dispatch` replaces
 (the runtime installs a measured table). `launch` is `launch_ex` with the defaults.
+
+ABI 5: the runtime tables of joint dynamics and joint origins (`runtime_joint_dynamics`,
+`runtime_transform`): their sizes, the URDF's defaults and a setter each.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from grid_codegen import transforms
 from grid_codegen.emit.kernels import VariantInfo
 from grid_codegen.emit.prelude import error_codes
 from grid_codegen.emit.writer import Writer, c_string, comment_text
@@ -32,7 +36,7 @@ from grid_codegen.model import RobotModel
 from grid_codegen.options import CodegenOptions
 from grid_codegen.registry import MAX_INPUTS, Algorithm, Dims
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 MAX_VARIANTS = 4
 MAX_DISPATCH = 8
 
@@ -160,6 +164,8 @@ def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
         w.line(f"constexpr int kInertiaSize = {10 * model.nb};")
         w.line(f"constexpr int kJointDynamicsSize = "
                f"{joint_dynamics.table_size if joint_dynamics else 0};")
+        w.line(f"constexpr int kTransformSize = "
+               f"{transforms.table_size(model) if options.runtime_transform else 0};")
         w.line(f"constexpr int kNumAlgorithms = {len(builds)};")
         w.line()
         w.line("#if GRID_IS_CUDA")
@@ -173,10 +179,15 @@ def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
         with w.block("struct State", "};"):
             w.line("Scalar* inertia = nullptr;")
             w.line("Scalar* joint_dynamics = nullptr;  // runtime_joint_dynamics only")
+            w.line("Scalar* transform = nullptr;  // runtime_transform only")
             w.line("int32_t dispatch_count[kNumAlgorithms];")
             w.line(f"int32_t dispatch_min_batch[kNumAlgorithms][{MAX_DISPATCH}];")
             w.line(f"int32_t dispatch_variant[kNumAlgorithms][{MAX_DISPATCH}];")
-            w.line("~State() { grid::device_free(inertia); grid::device_free(joint_dynamics); }")
+            w.line("~State() {")
+            w.line("  grid::device_free(inertia);")
+            w.line("  grid::device_free(joint_dynamics);")
+            w.line("  grid::device_free(transform);")
+            w.line("}")
         w.line()
         with w.block("const char* error_string(int32_t code)"):
             with w.block("switch (code)"):
@@ -185,9 +196,11 @@ def emit_wrapper(model: RobotModel, options: CodegenOptions, dims: Dims,
                 w.line('default: return "unknown error code";')
         w.line()
         _emit_joint_dynamics_functions(w, joint_dynamics)
+        _emit_transform_functions(w, model, options)
         _emit_state_functions(w, model, options, builds)
         _emit_dispatch(w)
-        _emit_launch(w, builds, bool(joint_dynamics and joint_dynamics.runtime))
+        _emit_launch(w, builds, bool(joint_dynamics and joint_dynamics.runtime),
+                     options.runtime_transform)
         _emit_write_stamp(w)
         _emit_query_device(w)
     w.line()
@@ -241,6 +254,12 @@ def _emit_state_functions(w: Writer, model: RobotModel, options: CodegenOptions,
             w.line("if (state->joint_dynamics == nullptr) return GRID_ERROR_OUT_OF_MEMORY;")
             w.line("rc = grid::copy_to_device(state->joint_dynamics, kDefaultJointDynamics, "
                    "jd_bytes);")
+            w.line("if (rc != GRID_OK) return rc;")
+        if options.runtime_transform:
+            w.line("const size_t tf_bytes = sizeof(Scalar) * kTransformSize;")
+            w.line("state->transform = static_cast<Scalar*>(grid::device_alloc(tf_bytes));")
+            w.line("if (state->transform == nullptr) return GRID_ERROR_OUT_OF_MEMORY;")
+            w.line("rc = grid::copy_to_device(state->transform, kDefaultTransform, tf_bytes);")
             w.line("if (rc != GRID_OK) return rc;")
         w.line("*state_out = state.release();")
         w.line("return GRID_OK;")
@@ -311,8 +330,26 @@ def _emit_joint_dynamics_functions(w: Writer, jd: JointDynamics | None) -> None:
     w.line()
 
 
-def _emit_launch(w: Writer, builds: Sequence[AlgorithmBuild], joint_table: bool = False
-                 ) -> None:
+def _emit_transform_functions(w: Writer, model: RobotModel, options: CodegenOptions) -> None:
+    """The URDF's joint origins and their setter (grid_codegen.transforms)."""
+    if options.runtime_transform:
+        values = ", ".join(repr(float(x)) for x in transforms.default_table(model))
+        w.doc("The URDF's joint origins, [p (3) | quat xyzw (4)] per joint (the initial\n"
+              "runtime table).")
+        w.line(f"const Scalar kDefaultTransform[kTransformSize] = {{{values}}};")
+        w.line()
+    with w.block("int set_transform_table(void* state, const void* host_table)"):
+        w.line("if (state == nullptr || host_table == nullptr) return GRID_ERROR_NULL_POINTER;")
+        if not options.runtime_transform:
+            w.line("return GRID_ERROR_UNSUPPORTED;")
+        else:
+            w.line("return grid::copy_to_device(static_cast<State*>(state)->transform, "
+                   "host_table, sizeof(Scalar) * kTransformSize);")
+    w.line()
+
+
+def _emit_launch(w: Writer, builds: Sequence[AlgorithmBuild], joint_table: bool = False,
+                 transform_table: bool = False) -> None:
     with w.block("int launch_ex(void* state, int32_t algorithm_id, "
                  "const grid_launch_config* config, const void* const* inputs, "
                  "void* const* outputs, int32_t batch, double gravity, void* stream)"):
@@ -340,6 +377,8 @@ def _emit_launch(w: Writer, builds: Sequence[AlgorithmBuild], joint_table: bool 
         w.line("args.inertia = static_cast<State*>(state)->inertia;")
         if joint_table:
             w.line("args.joint_dynamics = static_cast<State*>(state)->joint_dynamics;")
+        if transform_table:
+            w.line("args.transform = static_cast<State*>(state)->transform;")
         w.line("args.gravity = static_cast<Scalar>(gravity);")
         w.line("args.batch = batch;")
         w.line("const grid_stream_t s = reinterpret_cast<grid_stream_t>(stream);")
@@ -426,7 +465,9 @@ def _emit_descriptor(w: Writer, model: RobotModel, options: CodegenOptions,
         "launch_ex", "set_dispatch", "chosen_variant", "GRID_SIMD_WIDTH", "0",
         str(int(bool(jd and jd.runtime))), str(jd.table_size if jd else 0),
         "kDefaultJointDynamics" if jd and jd.table_size else "nullptr",
-        "set_joint_dynamics_table",
+        "set_joint_dynamics_table", str(int(options.runtime_transform)), "kTransformSize",
+        "kDefaultTransform" if options.runtime_transform else "nullptr",
+        "set_transform_table",
     ]
     w.doc("The artifact's one exported symbol.")
     w.line("#if GRID_IS_CUDA")

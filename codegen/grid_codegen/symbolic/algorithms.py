@@ -68,8 +68,13 @@ def _clean(x: float) -> float:
     return 0.0 if abs(x) < 1e-14 else x
 
 
-def joint_transform(joint: Joint, q: Sequence) -> sp.Placement:
-    """`liMi(q)`: the joint's constant placement, then its motion; `q` its nq values."""
+def joint_transform(joint: Joint, q: Sequence, origin: sp.Placement | None = None
+                    ) -> sp.Placement:
+    """`liMi(q)`: the joint's constant placement, then its motion; `q` its nq values.
+    `origin`: the placement `(R0, p0)` as traced values (a runtime transform table,
+    `grid_codegen.transforms`) instead of the model's constants."""
+    if origin is not None:
+        return _runtime_joint_transform(joint, q, origin)
     R0, p0 = joint.placement.R, joint.placement.p
     if joint.type is JointType.REVOLUTE:
         A, B, C = _revolute_coefficients(R0.tobytes(), joint.axis.tobytes())
@@ -95,6 +100,32 @@ def joint_transform(joint: Joint, q: Sequence) -> sp.Placement:
     raise NotImplementedError(f"joint type {joint.type}")  # pragma: no cover
 
 
+def _runtime_joint_transform(joint: Joint, q: Sequence, origin: sp.Placement
+                             ) -> sp.Placement:
+    """`origin * motion(q)` with the origin's entries traced (nothing to fold in them)."""
+    R0, p0 = list(origin[0]), list(origin[1])
+    if joint.type is JointType.REVOLUTE:
+        # Rj = 1 + s K + (1 - c) K^2 (Rodrigues), K the constant axis' skew matrix.
+        K = skew3(joint.axis)
+        KK = K @ K
+        s, c = sin(q[0]), cos(q[0])
+        Rj = [_clean(float(np.eye(3)[r, k] + KK[r, k])) + _clean(float(K[r, k])) * s
+              - _clean(float(KK[r, k])) * c for r in range(3) for k in range(3)]
+        return sp.matmul3(R0, Rj), p0
+    if joint.type is JointType.PRISMATIC:
+        d = sp.rot(R0, [float(a) for a in joint.axis])
+        return R0, [p0[k] + d[k] * q[0] for k in range(3)]
+    if joint.type is JointType.FREE_FLYER:
+        motion = (sp.quat_to_rotation(q[3:7]), list(q[0:3]))
+    elif joint.type is JointType.PLANAR:
+        motion = planar_motion(q)
+    elif joint.type is JointType.SPHERICAL:
+        motion = (sp.quat_to_rotation(q[0:4]), [0.0, 0.0, 0.0])
+    else:  # pragma: no cover
+        raise NotImplementedError(f"joint type {joint.type}")
+    return sp.compose((R0, p0), motion)
+
+
 def planar_motion(q: Sequence) -> sp.Placement:
     """The motion of a planar joint `[x, y, cos t, sin t]`: `(Rz(t), [x, y, 0])`, the
     `(cos, sin)` pair normalised first (as a free flyer's quaternion)."""
@@ -103,8 +134,13 @@ def planar_motion(q: Sequence) -> sp.Placement:
     return [c, -s, 0.0, s, c, 0.0, 0.0, 0.0, 1.0], [q[0], q[1], 0.0]
 
 
-def joint_transforms(model: RobotModel, q: Sequence) -> list[sp.Placement]:
-    return [joint_transform(j, q[j.idx_q:j.idx_q + j.nq]) for j in model.joints]
+def joint_transforms(model: RobotModel, q: Sequence, origins: Sequence | None = None
+                     ) -> list[sp.Placement]:
+    """Every `liMi(q)`; `origins`: per joint `(R0, p0)` from a runtime table, or None."""
+    if origins is None:
+        return [joint_transform(j, q[j.idx_q:j.idx_q + j.nq]) for j in model.joints]
+    return [joint_transform(j, q[j.idx_q:j.idx_q + j.nq], o)
+            for j, o in zip(model.joints, origins, strict=True)]
 
 
 def perturb_transforms(model: RobotModel, X: list[sp.Placement], delta: Sequence

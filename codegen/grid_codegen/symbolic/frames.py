@@ -79,9 +79,12 @@ def _product(a: Sequence, b: Sequence) -> Quat:
     return multiply(a, b)
 
 
-def joint_quaternion(joint: Joint, q: Sequence) -> Quat:
-    """The rotation of `liMi(q)` (see `algorithms.joint_transform`) as a quaternion."""
-    origin = rotation_quaternion(joint.placement.R)
+def joint_quaternion(joint: Joint, q: Sequence, origin: Quat | None = None) -> Quat:
+    """The rotation of `liMi(q)` (see `algorithms.joint_transform`) as a quaternion;
+    `origin`: the origin's unit quaternion from a runtime table (traced), else the
+    model's constant."""
+    if origin is None:
+        origin = rotation_quaternion(joint.placement.R)
     if joint.type is JointType.REVOLUTE:
         half = q[0] * 0.5
         s = sin(half)
@@ -107,23 +110,28 @@ def joint_quaternion(joint: Joint, q: Sequence) -> Quat:
     raise NotImplementedError(f"joint type {joint.type}")  # pragma: no cover
 
 
-def world_quaternions(model: RobotModel, q: Sequence) -> list[Quat]:
+def world_quaternions(model: RobotModel, q: Sequence, origins: Sequence | None = None
+                      ) -> list[Quat]:
+    """Each body's world rotation as a quaternion; `origins`: per joint the origin's
+    quaternion from a runtime table, or None (the model's)."""
     out: list[Quat] = []
-    for joint in model.joints:
-        local = joint_quaternion(joint, q[joint.idx_q:joint.idx_q + joint.nq])
+    for i, joint in enumerate(model.joints):
+        local = joint_quaternion(joint, q[joint.idx_q:joint.idx_q + joint.nq],
+                                 None if origins is None else origins[i])
         out.append(local if joint.parent < 0 else _product(out[joint.parent], local))
     return out
 
 
-def frame_position_quaternion(model: RobotModel, frame: Frame, X: list, q: Sequence
-                              ) -> list:
-    """`[x, y, z, qw, qx, qy, qz]` of `frame` in the world."""
+def frame_position_quaternion(model: RobotModel, frame: Frame, X: list, q: Sequence,
+                              origins: Sequence | None = None) -> list:
+    """`[x, y, z, qw, qx, qy, qz]` of `frame` in the world; `origins` as
+    `world_quaternions` takes them (with `X` traced from the same table)."""
     _, p = A.frame_pose(frame, A.world_poses(model, X))
     placed = rotation_quaternion(frame.placement.R)
     if frame.body < 0:
         quat = placed
     else:
-        quat = _product(world_quaternions(model, q)[frame.body], placed)
+        quat = _product(world_quaternions(model, q, origins)[frame.body], placed)
     return list(p) + [quat[3], quat[0], quat[1], quat[2]]
 
 

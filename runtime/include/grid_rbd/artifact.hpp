@@ -88,6 +88,9 @@ class Artifact {
   /// Replaces context `id`'s joint-dynamics table; returns its new model version.
   uint64_t set_joint_dynamics(uint64_t id, const std::vector<std::byte>& table);
   std::vector<std::byte> joint_dynamics(uint64_t id);
+  /// Replaces context `id`'s joint-origin table; returns its new model version.
+  uint64_t set_transform_params(uint64_t id, const std::vector<std::byte>& table);
+  std::vector<std::byte> transform_params(uint64_t id);
   /// Launch overrides of context `id` (see Context): `algorithm` "" sets every algorithm.
   void set_threads_for(uint64_t id, const std::string& algorithm, int32_t threads);
   void set_variant_for(uint64_t id, const std::string& algorithm, const std::string& variant);

@@ -48,6 +48,11 @@ class ArtifactLibrary {
   size_t joint_dynamics_table_bytes() const {
     return static_cast<size_t>(descriptor_->joint_dynamics_table_size) * scalar_size();
   }
+  /// Joint origins (grid_codegen.transforms): [p (3) | quat xyzw (4)] per joint.
+  bool runtime_transform() const { return descriptor_->runtime_transform != 0; }
+  size_t transform_table_bytes() const {
+    return static_cast<size_t>(descriptor_->transform_table_size) * scalar_size();
+  }
   /// The architectures the artifact was compiled for: {"sm_90", ...} or {"cpu"}.
   std::vector<std::string> compiled_archs() const;
 

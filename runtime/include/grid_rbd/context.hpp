@@ -124,6 +124,12 @@ class Context {
   /// UnsupportedError on an artifact built without runtime_joint_dynamics.
   uint64_t set_joint_dynamics(const std::vector<std::byte>& table, ModelEpoch& epoch);
   std::vector<std::byte> joint_dynamics() const;
+  /// Replaces the joint-origin table (7 scalars of the artifact dtype per joint:
+  /// [p (3) | unit quaternion xyzw (4)], finite, each quaternion's norm within 1e-4 of 1)
+  /// as set_inertia_params does the inertia table. UnsupportedError on an artifact built
+  /// without runtime_transform.
+  uint64_t set_transform_params(const std::vector<std::byte>& table, ModelEpoch& epoch);
+  std::vector<std::byte> transform_params() const;
 
   /// Launch overrides (exclusive admission; the model version does not move).
   /// `algorithm_id` < 0 sets every algorithm. Threads: 0 or a multiple of 32 in
@@ -181,6 +187,7 @@ class Context {
   const bool staged_;  // host calls go through the staging arena
   std::vector<std::byte> inertia_;  // host copy of the table the device state holds
   std::vector<std::byte> joint_dynamics_;  // likewise (empty without joint dynamics)
+  std::vector<std::byte> transform_;  // likewise (empty without runtime_transform)
   LaunchOverrides overrides_;
   std::atomic<uint64_t> model_version_;
   std::atomic<Status> status_{Status::kOpen};

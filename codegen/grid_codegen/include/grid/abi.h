@@ -10,13 +10,16 @@
  * launch width, and otherwise the artifact dispatches by batch size from a per-state
  * table (set_dispatch), initialised from the descriptor's defaults (the cost model's
  * choice, grid_codegen.dispatch).
+ *
+ * Version 5 adds the runtime tables of joint dynamics and of joint origins (their sizes,
+ * the URDF's defaults, a setter each).
  */
 #ifndef GRID_ABI_TYPES_DEFINED
 #define GRID_ABI_TYPES_DEFINED
 #include <stddef.h>
 #include <stdint.h>
 
-#define GRID_ABI_VERSION 4
+#define GRID_ABI_VERSION 5
 #define GRID_MAX_INPUTS 4
 #define GRID_MAX_VARIANTS 4
 #define GRID_MAX_DISPATCH 8
@@ -154,6 +157,14 @@ typedef struct grid_descriptor {
   int32_t joint_dynamics_table_size;
   const void* default_joint_dynamics_table;
   int (*set_joint_dynamics_table)(void* state, const void* host_table);
+  /* Joint origins (grid_codegen.transforms): 7 scalars of dtype per joint (body order),
+     [p (3) | unit quaternion xyzw (4)] of the parent body -> joint frame placement.
+     transform_table_size is 7 nb when runtime_transform, else 0 (and the default table
+     NULL); set_transform_table answers GRID_ERROR_UNSUPPORTED unless runtime_transform. */
+  int32_t runtime_transform;
+  int32_t transform_table_size;
+  const void* default_transform_table;
+  int (*set_transform_table)(void* state, const void* host_table);
 } grid_descriptor;
 
 #ifdef __cplusplus
