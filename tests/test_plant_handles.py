@@ -196,3 +196,29 @@ def test_cost_frames_are_the_default_of_ee_pos_cost(tmp_path):
         grid_rbd.register_robot("go2_bad_costs", cost_frames=["paw"], **kw)
     h.close()
     plain.close()
+
+
+@pytest.mark.parametrize("integrator", ["euler", "semi_implicit_euler"])
+def test_fused_step_gradient_kernel(tmp_path, integrator):
+    """emit_plant=True: plant_step_gradient is one kernel, equal to the composed form and
+    the reference (iiwa14, float64), for a batch and a single state; a free flyer keeps
+    the composed form (nq != nv) and the profile refuses to build there."""
+    urdf = str(ROBOTS["iiwa14"].path)
+    fused = grid_rbd.register_robot("iiwa14_fused_plant", urdf_path=urdf, dtype="float64",
+                                    algorithm_list=["plant"], cache_dir=tmp_path)
+    assert "plant_step_gradient_euler" in fused.algorithms
+    ref = reference.load(ROBOTS["iiwa14"].path)
+    s = random_states(ref.model, 7, seed=21)
+    x = np.concatenate([s.q, s.qd], axis=1)
+    got = fused.plant_step_gradient(x, s.u, 0.02, integrator)
+    want = ref.plant_step_gradient(x, s.u, 0.02, integrator)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    one = fused.plant_step_gradient(x[0], s.u[0], 0.02, integrator)
+    np.testing.assert_allclose(one, want[0], rtol=1e-9, atol=1e-9)
+    with pytest.raises(RuntimeError, match="plant_step_gradient needs"):
+        fused.plant_step_gradient(x, s.u, 0.02, "rk4")
+    fused.close()
+    with pytest.raises(ValueError, match="vector configuration"):
+        grid_rbd.register_robot("iiwa14_fused_plant_ff", urdf_path=urdf, floating_base=True,
+                                dtype="float64", algorithm_list=["plant"],
+                                cache_dir=tmp_path)

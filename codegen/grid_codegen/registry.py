@@ -133,6 +133,7 @@ QD = Port("qd", NV, doc="tangent velocity; floating base [v_lin, omega, joints] 
 QDD = Port("qdd", NV, False, "acceleration; None means zero (the bias c = C qd + g)")
 U = Port("u", NV, doc="generalized force (torque)")
 FEXT = Port("f_ext", NB6, False, "one spatial force [f; tau] per body, local frame")
+DT = Port("dt", Dim("one", 1), doc="the step length (s), one per item")
 
 ALGORITHMS: tuple[Algorithm, ...] = (
     Algorithm("inverse_dynamics",
@@ -251,6 +252,18 @@ ALGORITHMS: tuple[Algorithm, ...] = (
               "d(self_collision_distance)/d(tangent): the active sphere pair's gradient.",
               (Q,), (Dim("num_pairs"), NV), False, profile="collision",
               jacobian_columns=NV),
+    # -- the plant profile (register_robot(emit_plant=True); docs/plant.md) -----------
+    Algorithm("plant_step_gradient_euler",
+              "[A | B] = dx'/d(x, u) (2nv x 3nv: the tangent [dq, dqd], then u) of one "
+              "explicit euler step x' = [q + dt qd, qd + dt FD(q, qd, u)] (robots whose "
+              "configuration is a vector, nq == nv).",
+              (Q, QD, U, DT), (NV2, Dim("nv", 3)), True, profile="plant",
+              jacobian_columns=Dim("nv", 3)),
+    Algorithm("plant_step_gradient_semi_implicit_euler",
+              "[A | B] of one semi-implicit euler step qd' = qd + dt FD(q, qd, u), "
+              "q' = q + dt qd' (nq == nv).",
+              (Q, QD, U, DT), (NV2, Dim("nv", 3)), True, profile="plant",
+              jacobian_columns=Dim("nv", 3)),
 )
 
 BY_NAME: dict[str, Algorithm] = {a.name: a for a in ALGORITHMS}
@@ -262,12 +275,14 @@ MAX_INPUTS = max(len(a.inputs) for a in ALGORITHMS)
 PROFILES: dict[str, tuple[str, ...]] = {
     profile: tuple(a.name for a in ALGORITHMS if a.profile == profile)
     for profile in dict.fromkeys(a.profile for a in ALGORITHMS)}
-PROFILES["all"] = tuple(n for n in NAMES if BY_NAME[n].profile != "collision")
+PROFILES["all"] = tuple(n for n in NAMES if BY_NAME[n].profile not in ("collision", "plant"))
 # ("all" leaves out the collision profile: it needs a sphere model, which only a
-# registration with collision=True has; asking for "collision" by name adds it.)
+# registration with collision=True has; and the plant profile, which needs nq == nv;
+# asking for either by name adds it.)
 """Groups of algorithms `algorithm_list` may name: "core" (the dynamics, mass matrix,
 kinematics and their gradients: the default build), "centroidal", "kinematics",
-"second_order", "collision" (needs a sphere model), "all"."""
+"second_order", "plant" (the fused step gradients), "collision" (needs a sphere model),
+"all"."""
 
 DEFAULT_NAMES: tuple[str, ...] = PROFILES["core"]
 

@@ -262,15 +262,27 @@ class PlantMethods:
     def plant_step_gradient(self, x: Any, u: Any, dt: float, integrator_type: str = "euler",
                             *, gravity: float = -9.81) -> Any:
         """`(B, 2nv, 3nv)`: `[A | B] = dx'/d(x, u)` in the tangent `[dq, dqd]` of the
-        states and `u` (forward-only)."""
+        states and `u` (forward-only). With the plant profile (`emit_plant=True`) and a
+        vector configuration, euler and semi-implicit euler are one fused kernel;
+        otherwise it is composed from FD, its gradient and M^-1 over the chart."""
         x, u = self._as_arrays(x, u)
         check_step(integrator_type, dt)
-        self._require_plant(("forward_dynamics", "forward_dynamics_gradient", "minv"),
-                            "plant_step_gradient")
+        fused = f"plant_step_gradient_{integrator_type}"
+        fused = fused if fused in self.algorithms and self.nq == self.nv else None
+        if fused is None:
+            self._require_plant(("forward_dynamics", "forward_dynamics_gradient", "minv"),
+                                "plant_step_gradient")
         x, u = self._stop_gradient(x), self._stop_gradient(u)
         q, qd, single = self._split_state(x)
         u = u[None] if single else u
-        G = self._stepper(q, gravity).step(q, qd, u, dt, integrator_type, True)[1]
+        if fused is not None:
+            # The plant profile's kernel (emit_plant=True): one launch.
+            ops = ArrayOps(q)
+            steps = ops.contiguous(ops.const(np.full((q.shape[0], 1), float(dt))))
+            G = getattr(self, fused)(ops.contiguous(q), ops.contiguous(qd),
+                                     ops.contiguous(u), steps, gravity=gravity)
+        else:
+            G = self._stepper(q, gravity).step(q, qd, u, dt, integrator_type, True)[1]
         return G[0] if single else G
 
     def plant_step_hessian(self, x: Any, u: Any, dt: float, integrator_type: str = "euler",

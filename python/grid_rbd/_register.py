@@ -65,6 +65,7 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    contact_frames: Sequence[str] | None = None,
                    cost_frames: Sequence[str] | None = None,
                    enable_tool: bool = False, allow_fp64: bool = False,
+                   emit_plant: bool = False,
                    output_convention: str = "pinocchio",
                    enable_mujoco_kernels: bool | None = None,
                    use_joint_dynamics: bool = False, friction_model: str = "sign",
@@ -114,6 +115,9 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         `contact_jacobians` (docs/plant.md); part of the store key.
     cost_frames: the frames `ee_pos_cost` tracks by default (any frame names; default:
         the end effectors); part of the store key.
+    emit_plant: also build the "plant" profile: plant_step_gradient of euler and
+        semi-implicit euler as one fused kernel each (robots with nq == nv; docs/plant.md).
+        Keyed only when True (it adds the profile to algorithm_list).
     enable_tool: a welded tool or payload can be attached at run time (`attach_tool`);
         implies runtime_inertia; part of the store key.
     allow_fp64: the methods also take float64 inputs of a float32 build, compute in
@@ -192,6 +196,9 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         check_name(frame, "cost_frames entry")
     if enable_tool:
         runtime_inertia = True  # a tool is composed into the run-time inertia table
+    if emit_plant:  # the fused step gradients: the "plant" profile, keyed through it
+        algorithm_list = (*(algorithm_list if algorithm_list is not None
+                            else DEFAULT_ALGORITHMS), "plant")
     from grid_rbd._collision import collision_request
 
     collision_req = collision_request(

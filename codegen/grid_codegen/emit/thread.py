@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from grid_codegen import transforms as T
+from grid_codegen.emit import plant as PL
 from grid_codegen.emit import second_order as SO
 from grid_codegen.emit.writer import Writer
 from grid_codegen.joint_dynamics import JointDynamics
@@ -370,6 +371,33 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
         SO.emit_idsva_so(plan, kb, X, ports, out)
     elif name == "fdsva_so":
         SO.emit_fdsva_so(plan, kb, X, ports, out)
+    elif name.startswith("plant_step_gradient_"):
+        if model.nq != model.nv:
+            raise ValueError(f"{name}: the fused step gradient needs a vector "
+                             f"configuration (nq == nv; this robot has nq {model.nq}, "
+                             f"nv {model.nv}); the handles compose it on a free flyer")
+        integrator = name[len("plant_step_gradient_"):]
+        solved = plan.dynamics_call(
+            kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
+            "then), sharing the articulated inertias.",
+            lambda x, qd, u, I, g, P: _aba_minv(model, unX(x), I, qd,
+                                                _passive_input(P, u, qd), None, g),
+            [X, ports["qd"], ports["u"]], "qdd_minv", passive=True)
+
+        def step(x, qd, s, dt, I, g, P, columns=None):
+            wanted = range(3 * nv) if columns is None else columns
+            dcols = [c for c in wanted if c < 2 * nv]
+            Minv = [list(s[nv + r * nv:nv + (r + 1) * nv]) for r in range(nv)]
+            D = None
+            if dcols:
+                D = A.rnea_derivatives(model, unX(x), I, qd, list(s[:nv]), None, g, dcols)
+                D = A.neg_product(Minv, _passive_slope(P, D, qd, dcols))
+            return PL.step_jacobian(nv, D, dcols, Minv, dt[0], integrator)
+
+        _column_groups(plan, kb, f"step_gradient_{integrator}", f"dx'/d(x, u) of one "
+                       f"{integrator} step: the FD gradient's passes with the step's "
+                       "identities and dt folded in", step,
+                       [X, ports["qd"], solved, ports["dt"]], out, 2 * nv, 3 * nv, max_ops)
     elif algorithm.profile == "collision":  # the sphere model's passes (collision=True)
         from grid_codegen.symbolic import collision as CO
 
