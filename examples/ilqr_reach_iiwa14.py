@@ -100,7 +100,8 @@ def ilqr(problem: Problem, us: torch.Tensor, iters: int, log) -> tuple:
     B, T = us.shape[:2]
     xs, us = problem.rollout(us)
     cost = problem.total(xs, us)
-    mu = torch.full((B,), 1e-3, dtype=us.dtype)
+    like = {"dtype": us.dtype, "device": us.device}  # every work tensor where the data is
+    mu = torch.full((B,), 1e-3, **like)
     history = [cost.clone()]
     for it in range(iters):
         start = time.perf_counter()
@@ -112,9 +113,9 @@ def ilqr(problem: Problem, us: torch.Tensor, iters: int, log) -> tuple:
         lx, lu = lx.reshape(B, T, -1), lu.reshape(B, T, -1)
         lxx, luu = lxx.reshape(B, T, 2 * nv, 2 * nv), luu.reshape(B, T, nv, nv)
         _, Vx, Vxx = problem.terminal(xs[:, T])
-        Ks = torch.zeros(B, T, nv, 2 * nv, dtype=us.dtype)
-        ks = torch.zeros(B, T, nv, dtype=us.dtype)
-        eye = torch.eye(nv, dtype=us.dtype)
+        Ks = torch.zeros(B, T, nv, 2 * nv, **like)
+        ks = torch.zeros(B, T, nv, **like)
+        eye = torch.eye(nv, **like)
         for t in reversed(range(T)):
             At, Bt = A[:, t], Bm[:, t]
             Qx = lx[:, t] + (At.transpose(1, 2) @ Vx[:, :, None])[:, :, 0]
@@ -131,7 +132,7 @@ def ilqr(problem: Problem, us: torch.Tensor, iters: int, log) -> tuple:
             Vxx = Qxx + KT @ Quu @ K + KT @ Qux + Qux.transpose(1, 2) @ K
             Vxx = 0.5 * (Vxx + Vxx.transpose(1, 2))
         # Line search, per trajectory: the first step length that lowers its cost.
-        accepted = torch.zeros(B, dtype=torch.bool)
+        accepted = torch.zeros(B, dtype=torch.bool, device=us.device)
         new_xs, new_us, new_cost = xs.clone(), us.clone(), cost.clone()
         for alpha in (1.0, 0.5, 0.25, 0.1, 0.03):
             trial_xs, trial_us = problem.rollout(us, xs, Ks, ks, alpha)
@@ -166,6 +167,7 @@ def main() -> None:
     torch.set_default_dtype(torch.float64)
     h = grid_rbd.register_robot("iiwa14_ilqr", urdf_path=bundled_urdf("iiwa14"),
                                 dtype="float64", algorithm_list=ALGORITHMS, backend="torch",
+                                emit_plant=True,  # the step gradient as one fused kernel
                                 device=args.device, cache_dir=args.cache_dir)
     device = "cuda" if h.device == "cuda" else "cpu"
     rng = np.random.default_rng(args.seed)

@@ -34,16 +34,16 @@ BATCHES = {"iiwa14": 65536, "go2": 65536, "g1": 16384}
 
 
 def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
-                hessian: bool) -> list[dict]:
+                hessian: bool, strategy: str = "auto") -> list[dict]:
     path, floating = _urdf(robot)
     backend = "torch" if device == "cuda" else "numpy"
     # The fused step gradients (the plant profile) where the configuration is a vector.
     profiles = ["core"] + ([] if floating else ["plant"]) \
         + (["second_order"] if hessian and not floating else [])
-    handle = grid_rbd.register_robot(f"{robot}_plant_bench", urdf_path=str(path),
+    handle = grid_rbd.register_robot(f"{robot}_plant_bench_{strategy}", urdf_path=str(path),
                                      floating_base=floating, dtype=dtype, device=device,
                                      algorithm_list=profiles, backend=backend,
-                                     cache_dir=store)
+                                     cache_dir=store, strategy=strategy)
     batch = BATCHES[robot]
     s = _states(handle, batch, np.dtype(dtype), floating)
     x = np.concatenate([s["q"], s["qd"]], axis=1)
@@ -60,14 +60,15 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
         step = _median_seconds(
             lambda i=integrator: handle.plant_step_gradient(x, s["u"], 0.01, i), reps, sync)
         rows.append({"robot": robot, "batch": batch, "dtype": dtype, "device": device,
-                     "method": f"plant_step_gradient[{integrator}]",
+                     "strategy": strategy, "method": f"plant_step_gradient[{integrator}]",
                      "path": "composed" if floating else "fused kernel",
                      "ns_per_item": step / batch * 1e9,
                      "fd_gradient_ns_per_item": fd / batch * 1e9, "ratio": step / fd})
         print(f"{robot:7s} plant_step_gradient {integrator:20s} {step / batch * 1e9:9.1f} "
               f"ns/item (FD gradient {fd / batch * 1e9:8.1f}, x{step / fd:5.2f})", flush=True)
     if hessian and not floating:
-        numpy_handle = grid_rbd.get_robot(f"{robot}_plant_bench") if device == "cuda" \
+        numpy_handle = grid_rbd.get_robot(f"{robot}_plant_bench_{strategy}") \
+            if device == "cuda" \
             else handle
         small = min(batch, 4096)
         xs = np.ascontiguousarray(np.asarray(x.cpu() if device == "cuda" else x)[:small])
@@ -91,6 +92,9 @@ def main() -> None:
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--robots", default="iiwa14,go2,g1")
     parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--strategy", default="auto", choices=("auto", "thread", "warp", "block"),
+                        help="register_robot's strategy= (the FD gradient's; the fused "
+                        "kernels are thread-only)")
     parser.add_argument("--hessian", action="store_true",
                         help="also plant_step_hessian (builds the second-order profile)")
     parser.add_argument("--store", help="store folder (default: a fresh temporary one)")
@@ -99,7 +103,8 @@ def main() -> None:
     store = args.store or tempfile.mkdtemp(prefix="grid_plant_bench_")
     rows = []
     for robot in args.robots.split(","):
-        rows += bench_robot(robot, args.device, args.dtype, args.reps, store, args.hessian)
+        rows += bench_robot(robot, args.device, args.dtype, args.reps, store, args.hessian,
+                            args.strategy)
     result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat(),
               "machine": platform.node(), "cpu_count": os.cpu_count(), "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
