@@ -43,6 +43,46 @@ def _input_pointer(algorithm: Algorithm, dims: Dims, k: int, index: str) -> str:
     return ptr if port.required else f"args.in[{k}] != nullptr ? {ptr} : nullptr"
 
 
+STAGE_MIN_WIDTH = 32
+STAGE_MAX_WIDTH = 2048
+"""Thread kernels whose item writes between these many scalars stage the warp's rows in
+shared memory and store them row by row (coalesced); outside, each thread stores its own
+row (small rows are merged in L2 anyway; large ones would not fit a thread's stack)."""
+
+
+def _emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
+                      out_width: int) -> None:
+    """The CUDA item loop of a thread kernel with coalesced stores: each thread computes
+    its item into `row` (its stack, which the hardware interleaves across the warp, so
+    those stores are contiguous), then the warp moves the 32 rows through a shared tile
+    of C columns, one item's C consecutive scalars per store instruction. A thread's own
+    row would put the warp's 32 stores `out_width` scalars apart: one memory transaction
+    per scalar instead of one per C."""
+    w.comment("Stores staged through shared memory (see STAGE_MIN_WIDTH in emit/kernels.py).")
+    w.line("constexpr int C = sizeof(T) == 4 ? 32 : 16;  // a shared tile of 4 KiB per warp")
+    w.line(f"__shared__ T stage[{THREAD_MAX_BLOCK // 32}][32][C + 1];")
+    w.line("const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);")
+    w.line("const size_t stride = (size_t)blockDim.x * gridDim.x;")
+    with w.block("for (size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); "
+                 "base < (size_t)batch; base += stride)"):
+        w.line("const size_t i = base + (size_t)lane;")
+        w.line(f"T row[{out_width}];")
+        with w.block("if (i < (size_t)batch)"):
+            args = inputs + ["args.inertia", "args.gravity", "row", *extra]
+            w.line(f"{item}<T, T>({', '.join(args)});")
+        with w.block(f"for (int c0 = 0; c0 < {out_width}; c0 += C)"):
+            w.line("#pragma unroll")
+            w.line(f"for (int k = 0; k < C; ++k) if (c0 + k < {out_width}) "
+                   "stage[warp][lane][k] = row[c0 + k];")
+            w.line("__syncwarp();")
+            with w.block("for (int t = lane / C; t < 32; t += 32 / C)"):
+                w.line("const size_t it = base + (size_t)t;")
+                w.line("const int col = c0 + lane % C;")
+                w.line(f"if (it < (size_t)batch && col < {out_width}) "
+                       f"args.out[it * {out_width} + col] = stage[warp][t][lane % C];")
+            w.line("__syncwarp();")
+
+
 def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
                         ops: int, joint_table: bool = False, transform_table: bool = False
                         ) -> VariantInfo:
@@ -60,11 +100,19 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
     with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({THREAD_MAX_BLOCK}) "
                  f"{name}_kernel(const Args<T> args)"):
         w.line("const int batch = args.batch;")
+        inputs = [_input_pointer(algorithm, dims, k, "i") for k in range(len(widths))]
+        staged = STAGE_MIN_WIDTH <= out_width <= STAGE_MAX_WIDTH
+        if staged:
+            w.line("#if GRID_IS_CUDA")
+            _emit_staged_loop(w, item, inputs, extra, out_width)
+            w.line("#else")
         with w.block("GRID_THREAD_ITEM_LOOP(item, batch)"):
             w.line("const size_t i = (size_t)item;")
-            args = [_input_pointer(algorithm, dims, k, "i") for k in range(len(widths))]
-            args += ["args.inertia", "args.gravity", f"args.out + i * {out_width}", *extra]
+            args = inputs + ["args.inertia", "args.gravity", f"args.out + i * {out_width}",
+                             *extra]
             w.line(f"{item}<T, T>({', '.join(args)});")
+        if staged:
+            w.line("#endif")
     w.line()
     _emit_configure(w, name, "0")
     w.doc(f"Launch `{algorithm.name}` (thread strategy) on `stream`.")
