@@ -32,7 +32,7 @@ for sub in ("codegen", "python", "tests"):
 from artifact_harness import build_cached, reference_case  # noqa: E402
 from support import random_states  # noqa: E402
 
-from grid_codegen.options import ALGORITHMS  # noqa: E402
+from grid_codegen.options import DEFAULT_ALGORITHMS  # noqa: E402
 from grid_rbd.reference import ReferenceRobot  # noqa: E402
 
 DEFAULT_BATCHES = (1, 64, 1024, 16384, 65536)
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--robots", nargs="+", default=list(DEFAULT_ROBOTS))
-    parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS))
+    parser.add_argument("--algorithms", nargs="+", default=list(DEFAULT_ALGORITHMS))
     parser.add_argument("--batches", nargs="+", type=int, default=list(DEFAULT_BATCHES))
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--strategy", choices=("auto", "thread", "warp", "block"),
