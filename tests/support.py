@@ -15,6 +15,15 @@ from grid_codegen.model import JointType, RobotModel
 REPO = Path(__file__).resolve().parent.parent
 
 
+def cuda_available() -> bool:
+    """Whether the runtime finds a usable CUDA GPU (the `gpu`-tagged tests skip otherwise)."""
+    try:
+        import grid_rbd._register
+        return grid_rbd._register.resolve_device("cuda") == "cuda"
+    except Exception:  # noqa: BLE001 - any failure to find a GPU means "skip"
+        return False
+
+
 def example_robot_data_dir() -> Path:
     """Where the `example-robot-data` wheel installs its robots (a cmeel prefix), or
     `$GRID_RBD_ROBOT_DATA` (a copy of its `robots/` folder, e.g. on the GPU machine)."""

@@ -11,7 +11,7 @@ pytest.importorskip("grid_rbd._core", reason="grid_rbd._core (the C++ runtime ex
                     "is not built")
 
 from artifact_harness import round_states  # noqa: E402
-from support import random_states, scaled_error  # noqa: E402
+from support import cuda_available, random_states, scaled_error  # noqa: E402
 from test_runtime_transform import (  # noqa: E402
     IIWA,
     edited_urdf,
@@ -136,15 +136,8 @@ def test_torch_backward_after_set_transform_params_is_refused(store):
     h.set_transform_params(origin_table(model_of()))
 
 
-def _cuda_available() -> bool:
-    try:
-        return grid_rbd._register.resolve_device("cuda") == "cuda"
-    except Exception:  # noqa: BLE001 - any failure to find a GPU means "skip"
-        return False
-
-
 @pytest.mark.gpu
-@pytest.mark.skipif(not _cuda_available(), reason="no usable CUDA GPU (tag gpu: run on the "
+@pytest.mark.skipif(not cuda_available(), reason="no usable CUDA GPU (tag gpu: run on the "
                     "GPU machine)")
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_gpu_runtime_transform_every_strategy(tmp_path, dtype):

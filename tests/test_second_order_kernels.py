@@ -93,7 +93,8 @@ def test_idsva_so_matches_reference(case, f_ext):
                           _cast(fext, dtype))
     want = ref.idsva_so(s.q, s.qd, s.qdd, fext)
     assert len(got) == 4
-    for name, g, w in zip(("d2tau_dq2", "d2tau_dqd2", "d2tau_dq_dqd", "dM_dq"), got, want):
+    for name, g, w in zip(("d2tau_dq2", "d2tau_dqd2", "d2tau_dq_dqd", "dM_dq"), got, want,
+                          strict=True):
         assert g.shape == (BATCH, ref.nv, ref.nv, ref.nv)
         assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1),
                             _tol(dtype, ref, s, "idsva_so"), f"{name} ({dtype})")
@@ -107,7 +108,7 @@ def test_fdsva_so_matches_reference(case, f_ext):
                           _cast(fext, dtype))
     want = ref.fdsva_so(s.q, s.qd, s.u, fext)
     for name, g, w in zip(("d2qdd_dq2", "d2qdd_dqd2", "d2qdd_dq_dqd", "dMinv_dq"), got,
-                          want):
+                          want, strict=True):
         assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1),
                             _tol(dtype, ref, s, "fdsva_so"), f"{name} ({dtype})")
 
@@ -120,17 +121,17 @@ def test_zero_acceleration_single_state_and_out(case):
     want = ref.idsva_so(s.q, s.qd, np.zeros_like(s.qdd))
     got = handle.idsva_so(_cast(s.q, dtype), _cast(s.qd, dtype))
     tol = _tol(dtype, ref, s, "idsva_so")
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1), tol, "qdd=None")
     one = handle.fdsva_so(_cast(s.q[0], dtype), _cast(s.qd[0], dtype), _cast(s.u[0], dtype))
     ref_one = ref.fdsva_so(s.q[:1], s.qd[:1], s.u[:1])
-    for g, w in zip(one, ref_one):
+    for g, w in zip(one, ref_one, strict=True):
         assert g.shape == (nv, nv, nv)
         assert_scaled_close(g.reshape(1, -1), w.reshape(1, -1),
                             _tol(dtype, ref, s, "fdsva_so"), "a single state")
     out = handle.pinned_empty((BATCH, 4 * nv, nv, nv))
     views = handle.idsva_so(_cast(s.q, dtype), _cast(s.qd, dtype), out=out)
-    for k, (g, w) in enumerate(zip(views, want)):
+    for k, (g, w) in enumerate(zip(views, want, strict=True)):
         assert np.shares_memory(g, out)
         assert_scaled_close(out[:, k * nv:(k + 1) * nv].reshape(BATCH, -1),
                             w.reshape(BATCH, -1), tol, "out=")
@@ -158,7 +159,7 @@ def test_joint_loops_match_the_reference(monkeypatch, tmp_path):
     for name, args in (("idsva_so", (s.q, s.qd, s.qdd, s.f_ext)),
                        ("fdsva_so", (s.q, s.qd, s.u, s.f_ext))):
         got = getattr(handle, name)(*args)
-        for k, (g, w) in enumerate(zip(got, getattr(ref, name)(*args))):
+        for k, (g, w) in enumerate(zip(got, getattr(ref, name)(*args), strict=True)):
             assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1), 1e-9,
                                 f"{name} block {k} (joint loops)")
     handle.close()
@@ -218,7 +219,7 @@ def test_second_order_on_cuda_tensors(tmp_path, robot, dtype):
         assert all(g.is_cuda for g in got)
         host = gtorch.pinned_host_like(got)
         gtorch.copy_to_host(host, got)
-        for k, (g, w) in enumerate(zip(host, want)):
+        for k, (g, w) in enumerate(zip(host, want, strict=True)):
             assert_scaled_close(g.numpy().reshape(37, -1), w.reshape(37, -1),
                                 _tol(np_dtype, ref, s, name), f"{name} block {k} (cuda)")
     th.close()

@@ -88,8 +88,8 @@ class MimicCoupling:
 
     def project_rows(self, A: Sequence[Sequence]) -> list[list]:
         """`G^T A` for a full-height matrix given as rows."""
-        columns = list(zip(*A))
-        return [list(r) for r in zip(*(self.project(c) for c in columns))]
+        columns = list(zip(*A, strict=True))
+        return [list(r) for r in zip(*(self.project(c) for c in columns), strict=True)]
 
     def project_columns(self, A: Sequence[Sequence]) -> list[list]:
         """`A G` for a matrix given as rows of full width."""

@@ -275,8 +275,9 @@ def ensure_entry(name: str, urdf_bytes: bytes, urdf_source: str, floating_base: 
 
     options: a `grid_codegen.options.CodegenOptions`. urdf_source: a label for messages
     and meta.json (the path, or "<urdf string>"). mimic: couple the URDF's mimic joints
-    (keyed only when it changes the model: True on a URDF that has any). Raises `grid_codegen.compile.CompileError`
-    (the log is kept under `<root>/logs/`) when the compiler fails.
+    (keyed only when it changes the model: True on a URDF that has any). Raises
+    `grid_codegen.compile.CompileError` (the log is kept under `<root>/logs/`) when the
+    compiler fails.
     """
     from grid_rbd import __version__
 

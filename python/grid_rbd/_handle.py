@@ -32,9 +32,11 @@ from grid_codegen.model import GRAVITY
 from grid_rbd._collision import CollisionMethods
 from grid_rbd._contacts import ContactMethods
 from grid_rbd._frames import FrameMethods
-from grid_rbd._methods import METHODS, Dims, Method, check_against_artifact, resolve
+from grid_rbd._launch import LaunchOverrides
+from grid_rbd._methods import METHODS, Dims, Method, check_against_artifact
 from grid_rbd._parameters import ParameterSensitivities
 from grid_rbd._plant import PlantMethods
+from grid_rbd._tables import RuntimeTables
 from grid_rbd._transforms import TransformParams
 
 _MISSING = object()
@@ -82,7 +84,7 @@ def install_dispatch(artifact: Any, meta: dict[str, Any] | None) -> None:
 
 
 class RobotHandle(ParameterSensitivities, FrameMethods, PlantMethods, ContactMethods,
-                  TransformParams, CollisionMethods):
+                  TransformParams, CollisionMethods, RuntimeTables, LaunchOverrides):
     """A compiled robot: batched algorithms on numpy arrays.
 
     Every algorithm method takes 2-D C-contiguous arrays of the handle dtype with the batch
@@ -271,124 +273,10 @@ class RobotHandle(ParameterSensitivities, FrameMethods, PlantMethods, ContactMet
             raise RuntimeError(f"this handle's context {self._ctx_id:#x} was closed; open a "
                                "new one with handle.context()")
 
-    # -- launch overrides ------------------------------------------------------------------
-    def set_threads_for(self, algorithm: str, threads: int) -> None:
-        """Launch `algorithm` (a method name or alias) with `threads` threads per block on
-        this context (0: the compiled choice). Ordered like a mutation (after every
-        admitted call), invisible to other contexts, and the model version does not
-        move. A multiple of 32 in [32, 1024]; the CPU backend accepts and ignores it."""
-        self._check_open()
-        self._artifact.set_threads_for(self._ctx_id, self._algorithm_name(algorithm),
-                                       _threads(threads))
+    # Launch overrides: `_launch.LaunchOverrides`; the inertia and joint-dynamics tables:
+    # `_tables.RuntimeTables`; the joint-origin table: `_transforms.TransformParams`.
 
-    def set_threads_per_block(self, threads: int) -> None:
-        """`set_threads_for` every algorithm of the artifact."""
-        self._check_open()
-        self._artifact.set_threads_for(self._ctx_id, "", _threads(threads))
-
-    def set_variant_for(self, algorithm: str, variant: str) -> None:
-        """Launch `algorithm` with the strategy variant `variant` on this context ("": the
-        compiled choice); `variants(algorithm)` lists them."""
-        self._check_open()
-        if not isinstance(variant, str):
-            raise TypeError(f"variant must be a str, got {type(variant).__name__}")
-        self._artifact.set_variant_for(self._ctx_id, self._algorithm_name(algorithm), variant)
-
-    def variants(self, algorithm: str) -> tuple[str, ...]:
-        """The strategy variants `algorithm` can be launched with."""
-        return tuple(self._artifact.variants(self._algorithm_name(algorithm)))
-
-    def clear_launch_overrides(self) -> None:
-        """Every algorithm back to its compiled launch settings."""
-        self._check_open()
-        self._artifact.clear_launch_overrides(self._ctx_id)
-
-    @property
-    def launch_overrides(self) -> dict[str, dict[str, Any]]:
-        """Per algorithm {"threads_per_block": int, "variant": str} (0 / "": compiled)."""
-        self._check_open()
-        return dict(self._artifact.launch_overrides(self._ctx_id))
-
-    def _algorithm_name(self, algorithm: str) -> str:
-        try:
-            name = resolve(algorithm).name
-        except KeyError as exc:
-            raise ValueError(exc.args[0]) from None
-        if name not in self._algorithms:
-            raise ValueError(f"{name} was not built into this artifact (built: "
-                             f"{', '.join(self._algorithms)})")
-        return name
-
-    # -- runtime tables ------------------------------------------------------------------
-    def set_inertia_params(self, table: np.ndarray) -> int:
-        """Replace this context's inertia table: `table` is (nb, 10), per body Pinocchio's
-        dynamic parameters [m, m c (3), Ixx, Ixy, Iyy, Ixz, Iyz, Izz]. Only this context
-        sees it. Returns the new model version."""
-        self._check_open()
-        if not self.runtime_inertia:
-            raise RuntimeError(f"{self._name} was built without runtime_inertia; register "
-                               "it with runtime_inertia=True to set inertia parameters")
-        arr = np.asarray(table)
-        shape = (self.nb, 10)
-        if arr.shape not in (shape, (10 * self.nb,)):
-            raise ValueError(f"inertia table has shape {arr.shape}; this robot's is "
-                             f"(nb, 10) = {shape}")
-        if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)):
-            raise ValueError("inertia table must hold finite floating-point values")
-        arr = np.ascontiguousarray(arr.reshape(shape), dtype=self._dtype)
-        return int(self._artifact.set_inertia_params(self._ctx_id, arr))
-
-    @property
-    def runtime_joint_dynamics(self) -> bool:
-        """Whether `set_joint_dynamics` is available (a runtime_joint_dynamics=True build)."""
-        return bool(self._info.get("runtime_joint_dynamics", False))
-
-    def set_joint_dynamics(self, damping=None, friction=None) -> int:
-        """Replace this context's joint damping and Coulomb friction coefficients (each
-        `(n,)`, n = the tangent dofs less a free flyer's 6; None keeps the current
-        values); finite and non-negative. Serialised against every in-flight call; bumps
-        `model_version` (a deferred torch / JAX backward of an older forward is refused).
-        Returns the new model version."""
-        self._check_open()
-        if not self.runtime_joint_dynamics:
-            raise RuntimeError(f"{self._name} was built without runtime_joint_dynamics; "
-                               "register it with runtime_joint_dynamics=True to set joint "
-                               "damping and friction")
-        current = self.get_joint_dynamics()
-        n = len(current["damping"])
-        values = []
-        for what, given in (("damping", damping), ("friction", friction)):
-            if given is None:
-                values.append(current[what])
-                continue
-            arr = np.asarray(given)
-            if arr.shape != (n,):
-                raise ValueError(f"{what} has shape {arr.shape}; this robot has ({n},) "
-                                 "joint-dynamics dofs (its tangent dofs less a free flyer's)")
-            if arr.dtype.kind not in "fiu":
-                raise ValueError(f"{what} has dtype {arr.dtype}; expected real numbers")
-            arr = arr.astype(np.float64)
-            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise ValueError(f"{what} must be finite and non-negative, got {arr}")
-            values.append(arr)
-        table = np.ascontiguousarray(np.concatenate(values), dtype=self._dtype)
-        return int(self._artifact.set_joint_dynamics(self._ctx_id, table.tobytes()))
-
-    def get_joint_dynamics(self) -> dict[str, np.ndarray]:
-        """This context's `{"damping": (n,), "friction": (n,)}` (empty arrays on a build
-        without joint dynamics)."""
-        self._check_open()
-        table = np.frombuffer(self._artifact.get_joint_dynamics(self._ctx_id),
-                              dtype=self._dtype).copy()
-        n = len(table) // 2
-        return {"damping": table[:n], "friction": table[n:]}
-
-    def get_inertia_params(self) -> np.ndarray:
-        """This context's current inertia table, (nb, 10)."""
-        self._check_open()
-        return np.asarray(self._artifact.get_inertia_params(self._ctx_id)).reshape(self.nb,
-                                                                                   10)
-
+    # -- host buffers ----------------------------------------------------------------------
     def pinned_empty(self, shape: int | tuple[int, ...]) -> np.ndarray:
         """An uninitialised page-locked array of the handle dtype (an ordinary array on
         the CPU backend): allocate once and pass as `out=` to skip the host copy."""
@@ -538,12 +426,6 @@ def bind_arguments(method: Method, args: tuple, kwargs: dict[str, Any],
 def _declined(args: tuple, kwargs: dict) -> None:
     """The fast path of an algorithm the artifact lacks: always the checked path."""
     return None
-
-
-def _threads(threads: Any) -> int:
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
-        raise TypeError(f"threads must be an int, got {type(threads).__name__}")
-    return int(threads)
 
 
 def shape_result(method: Method, result: Any, dims: Dims) -> Any:

@@ -305,15 +305,10 @@ def _generate(urdf_bytes: bytes, source: str, floating_base: bool, options: Any,
               contact_frames: list[str]) -> str:
     from grid_codegen import parse_urdf
     from grid_codegen.generate import generate
+    from grid_rbd._build import _moving_frames
 
     model = parse_urdf(urdf_bytes, floating_base=floating_base, source=source)
-    for name in contact_frames:
-        try:
-            frame = model.resolve_frame(name)
-        except KeyError as exc:
-            raise ValueError(f"contact_frames: {exc.args[0]}") from None
-        if frame.body < 0:
-            raise ValueError(f"contact_frames: '{name}' is welded to the world")
+    _moving_frames(model, contact_frames, "contact_frames")
     return generate(model, options, device_api=True,
                     contact_frames=tuple(contact_frames))["grid.cuh"]
 

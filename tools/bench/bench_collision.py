@@ -18,7 +18,6 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+from bench_centroidal import _median_seconds  # noqa: E402
 from sidebyside_common import use_tree  # noqa: E402
 
 use_tree(REPO)
@@ -54,20 +54,6 @@ def _register(robot: str, device: str, dtype: str, store: str, g1_res: float) ->
     return grid_rbd.register_robot(f"{robot}_collision_bench", urdf_path=str(entry.path),
                                    floating_base=entry.floating_base, collision_res=g1_res,
                                    **common)
-
-
-def _median_seconds(fn, reps: int, sync=None) -> float:
-    fn()
-    if sync:
-        sync()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def bench_robot(robot: str, device: str, dtype: str, batch: int, reps: int, store: str,

@@ -17,7 +17,6 @@ gradient); this module holds the Jacobian's assembly.
 from __future__ import annotations
 
 
-
 def step_jacobian(nv: int, D: list[list] | None, columns: list[int], Minv: list[list],
                   dt: object, integrator: str) -> list:
     """The `2nv x 3nv` step Jacobian (row-major) from `D = dqdd/d(q, qd)` traced on
