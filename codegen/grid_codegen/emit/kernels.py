@@ -44,8 +44,9 @@ def _input_pointer(algorithm: Algorithm, dims: Dims, k: int, index: str) -> str:
 
 
 STAGE_MIN_WIDTH = 32
-STAGE_MAX_WIDTH = 2048
-"""Thread kernels whose item writes between these many scalars stage the warp's rows in
+STAGE_MAX_WIDTH = 4096
+"""Thread kernels whose item writes between these many scalars (16 KiB of float32 per
+thread at most: g1's FD gradient is 2,450) stage the warp's rows in
 shared memory and store them row by row (coalesced); outside, each thread stores its own
 row (small rows are merged in L2 anyway; large ones would not fit a thread's stack)."""
 
