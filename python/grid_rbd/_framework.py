@@ -86,8 +86,13 @@ class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods, ContactMeth
 
     @property
     def floating_base(self) -> bool:
-        """Whether q carries a free-flyer root (nq == nv + 1)."""
-        return self.nq == self.nv + 1
+        """Whether q carries a free-flyer root (and otherwise scalar joints)."""
+        return self.tangent_chart == "free_flyer"
+
+    @property
+    def tangent_chart(self) -> str | None:
+        """How a `q` cotangent comes from the kernels' tangent one (`tangent_chart`)."""
+        return tangent_chart(self.nq, self.nv, self._meta_dict())
 
     @property
     def model_version(self) -> int:
@@ -186,6 +191,26 @@ class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods, ContactMeth
         return (f"<{type(self).__name__} {self.name!r} nq={self.nq} nv={self.nv} "
                 f"nb={self.nb} dtype={self.np_dtype}{wide} device={self.device!r} "
                 f"ctx_id={self.ctx_id:#x}{' closed' if self.closed else ''}>")
+
+
+def tangent_chart(nq: int, nv: int, meta: dict[str, Any]) -> str | None:
+    """"vector" (nq == nv: the cotangent of q is the tangent one), "free_flyer" (a
+    free-flyer root registered with floating_base=True and scalar joints otherwise:
+    `ambient_pullback`), or None: ball or planar joints (or a URDF `floating` joint),
+    whose quaternion and (cos, sin) blocks the JAX/torch backward does not pull back."""
+    if nq == nv:
+        return "vector"
+    if nq == nv + 1 and meta.get("floating_base", True):
+        return "free_flyer"
+    return None
+
+
+def unsupported_q_gradient(name: str, nq: int, nv: int) -> NotImplementedError:
+    return NotImplementedError(
+        f"{name}: the JAX/torch backward with respect to q is provided for a vector "
+        f"configuration and a free-flyer root; this robot has ball or planar joints "
+        f"(nq {nq}, nv {nv}). Differentiate with respect to qd / u only, or use the "
+        "numpy handle's *_gradient methods (local tangent chart, docs/joints.md).")
 
 
 def ambient_pullback(q: Any, ct: Any, concat: Callable[[list[Any]], Any],

@@ -29,7 +29,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from grid_rbd._framework import ambient_pullback
+from grid_rbd._framework import ambient_pullback, unsupported_q_gradient
 from grid_rbd._methods import Method
 from grid_rbd.jax._launch import Launcher
 
@@ -46,6 +46,8 @@ def _concat(blocks: list[jax.Array]) -> jax.Array:
 
 
 def _q_cotangent(launch: Launcher, q: jax.Array, ct_tangent: jax.Array) -> jax.Array:
+    if launch.chart is None:
+        raise unsupported_q_gradient(launch.robot, launch.dims.nq, launch.dims.nv)
     if launch.floating_base:
         return ambient_pullback(q, ct_tangent, _concat, jnp.sqrt)
     return ct_tangent

@@ -92,7 +92,7 @@ class JaxRobotHandle(FrameworkHandle):
                 artifact=int(self._base._artifact.native_address), ctx_id=self.ctx_id,
                 is_gpu=self.device == "cuda", dtype=np.dtype(self.np_dtype),
                 dims=self._dims, ids=dict(self._ids),
-                command_buffers=self._command_buffers)
+                command_buffers=self._command_buffers, chart=self.tangent_chart)
         return self._launcher
 
     def _run(self, method: Method, args: tuple, kwargs: dict[str, Any]) -> jax.Array:

@@ -50,11 +50,12 @@ class Launcher:
     dims: Dims
     ids: Mapping[str, int]
     command_buffers: bool = False
+    chart: str | None = "vector"  # _framework.tangent_chart of the robot
     _compiled: dict[tuple, Any] = field(default_factory=dict, repr=False)
 
     @property
     def floating_base(self) -> bool:
-        return self.dims.nq == self.dims.nv + 1
+        return self.chart == "free_flyer"
 
     def algorithm_id(self, name: str) -> int:
         algorithm_id = self.ids.get(name)

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from grid_codegen.model import GRAVITY
-from grid_rbd._framework import FrameworkHandle
+from grid_rbd._framework import FrameworkHandle, unsupported_q_gradient
 from grid_rbd._handle import RobotHandle, _core, bind_arguments, install_methods
 from grid_rbd._methods import BY_NAME, METHODS, Method, resolve
 from grid_rbd.torch import _autograd, _ops
@@ -212,6 +212,9 @@ class TorchRobotHandle(FrameworkHandle):
                 f"{method.name} is forward-only (no backward), but an input requires grad; "
                 f"detach the inputs or call it under torch.no_grad(). Differentiable: "
                 f"{', '.join(sorted({m.name for m in METHODS if m.differentiable}))}")
+        q = inputs[0]
+        if self.tangent_chart is None and q is not None and q.requires_grad:
+            raise unsupported_q_gradient(method.name, self.nq, self.nv)
         return _autograd.apply(self._runner, method.name, self.nv, self.floating_base,
                                gravity, inputs)
 
