@@ -305,3 +305,53 @@ def test_registration_text_is_unchanged_by_the_device_api():
     assert with_api["grid.cuh"].startswith(plain["grid.cuh"])
     assert {k: v for k, v in with_api.items() if k != "grid.cuh"} == \
         {k: v for k, v in plain.items() if k != "grid.cuh"}
+
+
+JOINT_DYNAMICS_UNIT = """// joint_dynamics.cu: inverse dynamics with the baked joint dynamics, one thread
+#include "grid.cuh"
+extern "C" __attribute__((visibility("default")))
+int probe_id(const double* q, const double* qd, const double* qdd, double* out) {
+  grid::device::inverse_dynamics<double>(q, qd, qdd, nullptr, out);
+  return grid::device::kInverseDynamicsOutSize;
+}
+"""
+
+
+def test_codegen_keywords_reach_the_device_api(tmp_path):
+    """use_joint_dynamics / friction_model / friction_width bake the joint dynamics into
+    the consumer's item functions (against the reference with the same terms); the run-
+    time tables, collision, a bad cuda_arch and an unknown cost frame are refused."""
+    import ctypes
+
+    from test_joint_dynamics import DAMPING, FRICTION, iiwa_urdf, model_of, reference
+
+    urdf = tmp_path / "iiwa14_jd.urdf"
+    urdf.write_text(iiwa_urdf(DAMPING, FRICTION))
+    src = tmp_path / "joint_dynamics.cu"
+    src.write_text(JOINT_DYNAMICS_UNIT)
+    art = grid_rbd.build_artifact("probe", "iiwa14_jd", urdf, sources=[src],
+                                  cache_dir=tmp_path / "cache", backend="cpu",
+                                  dtype="float64", algorithm_list=["inverse_dynamics"],
+                                  use_joint_dynamics=True, friction_model="tanh",
+                                  friction_width=0.3, cost_frames=["iiwa_link_7"])
+    lib = ctypes.CDLL(os.fspath(art.path))
+    ref, rigid = reference(model_of(), "tanh", 0.3)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q, qd, qdd = (np.ascontiguousarray(rng.uniform(-1, 1, 7)) for _ in range(3))
+        out = np.zeros(7)
+        assert lib.probe_id(*(a.ctypes.data_as(ctypes.c_void_p) for a in (q, qd, qdd)),
+                            out.ctypes.data_as(ctypes.c_void_p)) == 7
+        want = ref.inverse_dynamics(q[None], qd[None], qdd[None])[0]
+        np.testing.assert_allclose(out, want, rtol=1e-10, atol=1e-10)
+        assert np.abs(want - rigid.inverse_dynamics(q[None], qd[None], qdd[None])[0]).max() \
+            > 1e-3  # the terms are there
+    common = {"sources": [src], "cache_dir": tmp_path / "cache", "backend": "cpu"}
+    for bad, match in (({"runtime_transform": True}, "no run-time tables"),
+                       ({"runtime_joint_dynamics": True}, "no run-time tables"),
+                       ({"collision": True}, "no collision functions"),
+                       ({"cuda_arch": "sm_9x"}, "not an architecture"),
+                       ({"cuda_arch": 90}, "applies to a CUDA build"),
+                       ({"cost_frames": ["no_such_frame"]}, "cost_frames entry")):
+        with pytest.raises(ValueError, match=match):
+            grid_rbd.build_artifact("probe", "iiwa14_bad", urdf, **common, **bad)

@@ -34,6 +34,7 @@ recorded for another architecture or key schema. GRiD never loads or binds the a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -46,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grid_codegen.urdf_xml import name_problem
 from grid_rbd._integrity import FILE_MODE, StoreError, atomic_write, is_digest
 from grid_rbd._store import (
     BUILD_INPUTS,
@@ -301,14 +303,48 @@ def _compile(store: _ConsumerStore, staging: Path, sources: list[Path], headers:
     return {name: rec for name, rec, _, _ in results}
 
 
+def _refuse_unsupported(runtime_transform: bool, runtime_joint_dynamics: bool,
+                        collision: bool, enable_mujoco_kernels: bool | None) -> None:
+    """The codegen keywords of register_robot that a consumer build cannot honour."""
+    if runtime_transform or runtime_joint_dynamics:
+        which = "runtime_transform" if runtime_transform else "runtime_joint_dynamics"
+        raise ValueError(f"{which}=True: the device API passes no run-time tables to a "
+                         "consumer's kernels; bake the values (use_joint_dynamics=True reads "
+                         "the URDF's damping and friction) or call the robot's own kernels")
+    if collision:
+        raise ValueError("collision=True: the device API has no collision functions yet; "
+                         "register_robot(collision=True) offers them on the handles")
+    if enable_mujoco_kernels is not None and not isinstance(enable_mujoco_kernels, bool):
+        raise ValueError(f"enable_mujoco_kernels must be True, False or None; got "
+                         f"{enable_mujoco_kernels!r}")
+
+
+def _with_arch(toolchain: Any, cuda_arch: int | str | None) -> Any:
+    """`toolchain` compiling for `cuda_arch` (90, "90", "sm_90") when one is given."""
+    if cuda_arch is None:
+        return toolchain
+    digits = str(cuda_arch).strip().removeprefix("sm_").replace(".", "")
+    if not digits.isdigit() or not 30 <= int(digits) <= 200:
+        raise ValueError(f"cuda_arch {cuda_arch!r} is not an architecture; use e.g. 90 or "
+                         "'sm_90'")
+    if toolchain.backend != "cuda":
+        raise ValueError("cuda_arch applies to a CUDA build (backend='cuda')")
+    return dataclasses.replace(toolchain, archs=(f"sm_{digits}",))
+
+
 def _generate(urdf_bytes: bytes, source: str, floating_base: bool, options: Any,
-              contact_frames: list[str]) -> str:
+              contact_frames: list[str], cost_frames: Sequence[str] = ()) -> str:
     from grid_codegen import parse_urdf
     from grid_codegen.generate import generate
     from grid_rbd._build import _moving_frames
 
     model = parse_urdf(urdf_bytes, floating_base=floating_base, source=source)
     _moving_frames(model, contact_frames, "contact_frames")
+    for frame in cost_frames:
+        try:
+            model.resolve_frame(frame)
+        except KeyError as exc:
+            raise ValueError(f"cost_frames entry {frame!r}: {exc.args[0]}") from None
     return generate(model, options, device_api=True,
                     contact_frames=tuple(contact_frames))["grid.cuh"]
 
@@ -328,6 +364,12 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
                    runtime_inertia: bool = False, strategy: str = "auto",
                    max_batch_size: int = 65536,
                    contact_frames: Sequence[str] | None = None,
+                   cost_frames: Sequence[str] | None = None,
+                   use_joint_dynamics: bool = False, friction_model: str = "sign",
+                   friction_width: float | Sequence[float] | None = None,
+                   emit_plant: bool = False, enable_mujoco_kernels: bool | None = None,
+                   runtime_transform: bool = False, runtime_joint_dynamics: bool = False,
+                   collision: bool = False, cuda_arch: int | str | None = None,
                    timeout: float | None = None) -> ConsumerArtifact | dict[str, Any]:
     """Build (or find) the consumer's artifact `name` for one robot; returns where it is.
 
@@ -342,8 +384,16 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
     (nvcc for GRID_RBD_CUDA_ARCH or the detected GPU) or "auto" (cuda when usable).
     The codegen keywords mean what they mean on `register_robot`; `contact_frames` adds the
     contact-frame constants (and, with the "kinematics" profile, their positions and
-    Jacobians) to `grid::device`. plan_only: report the keys and whether the artifact is
-    there, compiling nothing. timeout: seconds per compiler run.
+    Jacobians) to `grid::device`. `use_joint_dynamics` / `friction_model` /
+    `friction_width` bake the joint dynamics into the item functions; `emit_plant` adds
+    the plant profile's fused step gradients; `cost_frames` are checked and keyed (a
+    handle-side notion: nothing in the header changes); `enable_mujoco_kernels` changes
+    no build (as on `register_robot`). The run-time tables (`runtime_transform`,
+    `runtime_joint_dynamics`) and `collision` are refused: the device API passes no
+    tables and has no collision functions yet. cuda_arch: the architecture to compile
+    for (e.g. 90 or "sm_90"; default GRID_RBD_CUDA_ARCH or the detected GPU).
+    plan_only: report the keys and whether the artifact is there, compiling nothing.
+    timeout: seconds per compiler run.
 
     Raises ValueError (bad names, flags, options), FileNotFoundError (a missing URDF,
     source, header or include folder) and ConsumerArtifactError (a failed compile, its log
@@ -370,20 +420,35 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
     defs = _defines(defines)
     xflags, lflags = _flags(extra_flags, "extra_flags"), _flags(link_flags, "link_flags")
     contacts = [str(c) for c in contact_frames or ()]
-    if any(isinstance(x, str) for x in (ee_joint_names, algorithm_list, contact_frames)):
-        raise ValueError("ee_joint_names, algorithm_list and contact_frames are lists")
+    if any(isinstance(x, str) for x in (ee_joint_names, algorithm_list, contact_frames,
+                                        cost_frames)):
+        raise ValueError("ee_joint_names, algorithm_list, contact_frames and cost_frames "
+                         "are lists")
+    costs = [str(c) for c in cost_frames or ()]
+    for frame in (*contacts, *costs):
+        problem = name_problem(frame)
+        if problem:
+            raise ValueError(f"frame name {frame!r}: {problem}")
+    _refuse_unsupported(runtime_transform, runtime_joint_dynamics, collision,
+                        enable_mujoco_kernels)
+    algorithms = tuple(algorithm_list) if algorithm_list is not None else DEFAULT_ALGORITHMS
+    if emit_plant:
+        algorithms = (*algorithms, "plant")
     options = CodegenOptions(
-        dtype=dtype, max_batch_size=max_batch_size,
-        algorithms=tuple(algorithm_list) if algorithm_list is not None else DEFAULT_ALGORITHMS,
+        dtype=dtype, max_batch_size=max_batch_size, algorithms=algorithms,
         ee_joint_names=tuple(ee_joint_names or ()), runtime_inertia=bool(runtime_inertia),
-        strategy=strategy)
-    toolchain = resolve_toolchain(_backend(backend))
+        strategy=strategy, use_joint_dynamics=bool(use_joint_dynamics),
+        friction_model=friction_model,
+        friction_width=(tuple(friction_width) if isinstance(friction_width, (list, tuple))
+                        else friction_width))
+    toolchain = _with_arch(resolve_toolchain(_backend(backend)), cuda_arch)
     ident = identity(toolchain)
     urdf_bytes = urdf.read_bytes()
     request = {
         "schema": ARTIFACT_SCHEMA, "urdf_sha256": sha256_bytes(urdf_bytes),
         "codegen": options.to_dict(), "floating_base": bool(floating_base),
-        "contact_frames": contacts, "sources": _digests(srcs), "headers": _digests(hdrs),
+        "contact_frames": contacts, **({"cost_frames": costs} if costs else {}),
+        "sources": _digests(srcs), "headers": _digests(hdrs),
         "include_dirs": [str(d) for d in incs], "defines": defs, "extra_flags": xflags,
         "link_flags": lflags, "artifact_name": artifact_name, "identity": ident,
     }
@@ -418,7 +483,8 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
             if entry is not None:
                 return done(entry)
         with store.staging_dir() as staging:
-            header = _generate(urdf_bytes, str(urdf), bool(floating_base), options, contacts)
+            header = _generate(urdf_bytes, str(urdf), bool(floating_base), options,
+                               contacts, costs)
             atomic_write(staging / "grid.cuh", header)
             compile_cmd, link_cmd = _commands(toolchain, staging, incs, defs, xflags, lflags)
             ckey = sha256_bytes(canonical_json({
