@@ -19,6 +19,7 @@ cotangent is pulled back to the ambient [p, quat, joints] layout (`ambient_pullb
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -81,9 +82,10 @@ class AnalyticFunction(torch.autograd.Function):
                                                             stamp)
         # One batched product gives both blocks: ct (B, 1, rows) @ J (B, rows, cols).
         # (Outputs of several axes, the collision profile's (B, S, 3), are flattened.)
-        batch = ct.shape[0]
-        contracted = torch.bmm(ct.reshape(batch, 1, -1),
-                               jacobian.reshape(batch, -1, jacobian.shape[-1])).squeeze(1)
+        # Sizes spelled out: an empty batch has no -1 to infer.
+        batch, rows = ct.shape[0], math.prod(ct.shape[1:])
+        contracted = torch.bmm(ct.reshape(batch, 1, rows),
+                               jacobian.reshape(batch, rows, jacobian.shape[-1])).squeeze(1)
         grads: list[torch.Tensor | None] = [None] * len(inputs)
         if needs[0]:
             ct_q = contracted[:, :nv]
