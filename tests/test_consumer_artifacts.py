@@ -307,7 +307,7 @@ def test_registration_text_is_unchanged_by_the_device_api():
         {k: v for k, v in plain.items() if k != "grid.cuh"}
 
 
-JOINT_DYNAMICS_UNIT = """// joint_dynamics.cu: inverse dynamics with the baked joint dynamics, one thread
+JOINT_DYNAMICS_UNIT = """// joint_dynamics.cu: inverse dynamics, joint dynamics baked, one thread
 #include "grid.cuh"
 extern "C" __attribute__((visibility("default")))
 int probe_id(const double* q, const double* qd, const double* qdd, double* out) {
