@@ -91,7 +91,11 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     ee_joint_names: fixed-joint frames used as end effectors (default: the leaf bodies).
     algorithm_list: the algorithms to build, by name or profile: "core" (the default:
         dynamics, mass matrix, kinematics and their gradients), "centroidal" (centre of
-        mass, centroidal momentum, energy, Coriolis matrix, gravity, regressors), "all".
+        mass, centroidal momentum, energy, Coriolis matrix, gravity, regressors),
+        "kinematics" (fk_batched, world_kinematics, the end-effector Hessian),
+        "second_order" (idsva_so, fdsva_so; docs/second_order.md), "plant" (the fused
+        step gradients, as emit_plant=True), "collision" (as collision=True), "all"
+        (every profile but plant and collision).
         A method whose algorithm was not built says which profile to add.
     runtime_inertia: read inertias from a per-context table (`set_inertia_params`).
     use_joint_dynamics: add the URDF's joint damping and Coulomb friction to inverse and
