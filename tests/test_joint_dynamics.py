@@ -109,10 +109,10 @@ def test_reference_tanh_gradients_match_finite_differences():
 
 # -- option handling ---------------------------------------------------------------------
 @pytest.mark.parametrize("bad, message", [
-    ({"friction_model": "viscous"}, "friction_model must be 'sign' or 'tanh'"),
-    ({"friction_model": "tanh"}, "requires use_joint_dynamics=True"),
-    ({"friction_width": 0.1}, "requires use_joint_dynamics=True"),
-    ({"use_joint_dynamics": True, "friction_width": 0.1}, "tanh' only"),
+    ({"friction_model": "viscous"}, "unknown friction_model 'viscous'"),
+    ({"friction_model": "tanh"}, "turn it on with use_joint_dynamics=True"),
+    ({"friction_width": 0.1}, "turn it on with use_joint_dynamics=True"),
+    ({"use_joint_dynamics": True, "friction_width": 0.1}, "friction_model='sign' has none"),
     ({"use_joint_dynamics": True, "friction_model": "tanh", "friction_width": -1.0},
      "finite and positive"),
     ({"use_joint_dynamics": True, "friction_model": "tanh", "friction_width": float("nan")},

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("grid_rbd._core", reason="grid_rbd._core (the C++ runtime extension) "
                     "is not built")
 
-from artifact_harness import round_states  # noqa: E402
+from artifact_harness import states_in  # noqa: E402
 from support import cuda_available, random_states, scaled_error  # noqa: E402
 from test_joint_dynamics import DAMPING, FRICTION, iiwa_urdf, model_of, reference  # noqa: E402
 
@@ -35,10 +35,7 @@ def _register(tmp_path, device="cpu", backend="numpy", **kw):
 
 
 def _check(h, ref, s, tol):
-    # the handle computes in its dtype: the inputs in it, the reference on the same values
-    s = round_states(s, h.dtype)
-    s = type(s)(*(np.ascontiguousarray(getattr(s, k), dtype=h.dtype)
-                  for k in ("q", "qd", "qdd", "u", "f_ext")))
+    s = states_in(s, h.dtype)  # the handle's dtype; the reference sees the same values
     assert scaled_error(h.inverse_dynamics(s.q, s.qd, s.qdd),
                         ref.inverse_dynamics(s.q, s.qd, s.qdd)) < tol
     assert scaled_error(h.forward_dynamics(s.q, s.qd, s.u),
@@ -99,7 +96,7 @@ def test_baked_build_refuses_set_joint_dynamics(tmp_path):
                         ref.inverse_dynamics(s.q, s.qd, s.qdd)) < 1e-9
     with pytest.raises(RuntimeError, match="runtime_joint_dynamics=True"):
         h.set_joint_dynamics(damping=np.zeros(7))
-    with pytest.raises(ValueError, match="friction_width applies to friction_model='tanh'"):
+    with pytest.raises(ValueError, match="friction_model='sign' has none"):
         grid_rbd.register_robot("x", urdf_string=iiwa_urdf(DAMPING, FRICTION), device="cpu",
                                 cache_dir=tmp_path, use_joint_dynamics=True,
                                 friction_width=0.1)

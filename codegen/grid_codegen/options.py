@@ -111,20 +111,23 @@ class CodegenOptions:
         object.__setattr__(self, "use_joint_dynamics", bool(self.use_joint_dynamics))
         object.__setattr__(self, "runtime_joint_dynamics", bool(self.runtime_joint_dynamics))
         if self.friction_model not in FRICTION_MODELS:
-            raise ValueError(f"friction_model must be 'sign' or 'tanh', got "
-                             f"{self.friction_model!r}")
+            raise ValueError(f"unknown friction_model {self.friction_model!r}: the choices "
+                             "are 'sign' and 'tanh'")
         on = self.joint_dynamics
         if self.friction_model == "tanh" and not on:
-            raise ValueError("friction_model='tanh' requires use_joint_dynamics=True (or "
+            raise ValueError("friction_model='tanh' shapes the joint friction, which is off: "
+                             "turn it on with use_joint_dynamics=True (or "
                              "runtime_joint_dynamics=True)")
         width = self.friction_width
         if width is None:
             return
         if not on:
-            raise ValueError("friction_width requires use_joint_dynamics=True and "
-                             "friction_model='tanh'")
+            raise ValueError("friction_width is the tanh model's velocity scale, and the "
+                             "joint friction is off: turn it on with use_joint_dynamics=True "
+                             "and friction_model='tanh'")
         if self.friction_model != "tanh":
-            raise ValueError("friction_width applies to friction_model='tanh' only")
+            raise ValueError("friction_width is the tanh model's velocity scale; "
+                             "friction_model='sign' has none (pass friction_model='tanh')")
         try:
             values = ((float(width),) if not isinstance(width, (list, tuple))
                       else tuple(float(w) for w in width))
