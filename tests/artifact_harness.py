@@ -337,6 +337,15 @@ def tolerance(dtype: np.dtype, algorithm: str, ref: Any, q: np.ndarray) -> float
     return 2e-5
 
 
+def states_in(s: Any, dtype: np.dtype) -> Any:
+    """`s` rounded to `dtype` and held in it (C-contiguous), for a handle that computes in
+    `dtype`: the reference then sees exactly the values the handle does."""
+    from dataclasses import fields, replace
+    s = round_states(s, dtype)
+    return replace(s, **{f.name: np.ascontiguousarray(getattr(s, f.name), dtype=dtype)
+                         for f in fields(s)})
+
+
 def round_states(s: Any, dtype: np.dtype) -> Any:
     """`s` with every array rounded to `dtype` (and back to float64), so the reference
     sees exactly the inputs the artifact sees."""

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("grid_rbd._core", reason="grid_rbd._core (the C++ runtime extension) "
                     "is not built")
 
-from artifact_harness import round_states  # noqa: E402
+from artifact_harness import states_in  # noqa: E402
 from support import cuda_available, random_states, scaled_error  # noqa: E402
 from test_runtime_transform import (  # noqa: E402
     IIWA,
@@ -41,10 +41,7 @@ def _register(cache_dir, device="cpu", backend="numpy", dtype="float64", strateg
 
 
 def _check(h, model, s, tol):
-    # the handle computes in its dtype: the inputs in it, the reference on the same values
-    s = round_states(s, h.dtype)
-    s = type(s)(*(np.ascontiguousarray(getattr(s, k), dtype=h.dtype)
-                  for k in ("q", "qd", "qdd", "u", "f_ext")))
+    s = states_in(s, h.dtype)  # the handle's dtype; the reference sees the same values
     ref = ReferenceRobot(model)
     assert scaled_error(h.inverse_dynamics(s.q, s.qd, s.qdd),
                         ref.inverse_dynamics(s.q, s.qd, s.qdd)) < tol

@@ -78,5 +78,11 @@ class ArrayOps:
         jax read any layout)."""
         return np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x
 
+    def full(self, shape: tuple[int, ...], value: float) -> Any:
+        """A filled array made where `like` lives (no host-to-device copy on torch)."""
+        if self.kind == "torch":
+            return self.m.full(shape, value, dtype=self.like.dtype, device=self.like.device)
+        return self.m.full(shape, value, dtype=self.like.dtype)
+
     def eye(self, n: int) -> Any:
         return self.const(np.eye(n))

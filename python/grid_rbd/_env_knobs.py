@@ -49,19 +49,19 @@ def knob_flags(name: str) -> tuple[str, ...]:
     return tuple(shlex.split(value)) if value else ()
 
 
+def parse_arch(item: object, what: str) -> str:
+    """'sm_90' from 'sm_90', '90', '9.0' or 90; ValueError naming `what` otherwise."""
+    digits = str(item).strip().removeprefix("sm_").replace(".", "")
+    if not digits.isdigit():
+        raise ValueError(f"{what} {item!r} is not an architecture; use e.g. 'sm_90' or '90'")
+    return f"sm_{digits}"
+
+
 def knob_archs() -> tuple[str, ...]:
     """`GRID_RBD_CUDA_ARCH` as ('sm_90', ...); accepts 'sm_90', '90' or '9.0' entries."""
     value = knob("GRID_RBD_CUDA_ARCH")
     if not value:
         return ()
-    archs = []
-    for item in value.replace(";", ",").split(","):
-        item = item.strip()
-        if not item:
-            continue
-        digits = item.removeprefix("sm_").replace(".", "")
-        if not digits.isdigit():
-            raise ValueError(f"GRID_RBD_CUDA_ARCH entry {item!r} is not an architecture; "
-                             "use e.g. 'sm_90' or '90'")
-        archs.append(f"sm_{digits}")
+    archs = [parse_arch(item, "GRID_RBD_CUDA_ARCH entry")
+             for item in value.replace(";", ",").split(",") if item.strip()]
     return tuple(sorted(set(archs), key=lambda a: int(a[3:])))

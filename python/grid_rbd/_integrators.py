@@ -129,6 +129,15 @@ class Stepper:
         return x_next, chart.cat([q_next.jacobian, v_next.jacobian], 1)
 
 
+def check_hessian_step(integrator: str, dt: float) -> float:
+    """`check_step`, and the integrators `step_hessian` has (not rk4)."""
+    dt = check_step(integrator, dt)
+    if integrator not in ("euler", "semi_implicit_euler"):
+        raise ValueError("plant_step_hessian supports euler and semi_implicit_euler; "
+                         f"got {integrator!r} (rk4's Hessian is not provided)")
+    return dt
+
+
 def step_hessian(qq: np.ndarray, vv: np.ndarray, qv: np.ndarray, dMinv: np.ndarray,
                  dt: float, integrator: str) -> np.ndarray:
     """`(B, 2nv, 3nv, 3nv)`: `H[b, r, i, j] = d2 x'_r / dz_i dz_j` over `z = [q, qd, u]`
@@ -140,10 +149,7 @@ def step_hessian(qq: np.ndarray, vv: np.ndarray, qv: np.ndarray, dMinv: np.ndarr
 
     and `qd' = qd + dt a` gives `dt d2a`; semi-implicit euler's `q' = q + dt qd'` gives
     `dt^2 d2a`, euler's `q' = q + dt qd` is linear."""
-    dt = check_step(integrator, dt)
-    if integrator not in ("euler", "semi_implicit_euler"):
-        raise ValueError("plant_step_hessian supports euler and semi_implicit_euler; "
-                         f"got {integrator!r} (rk4's Hessian is not provided)")
+    dt = check_hessian_step(integrator, dt)
     batch, nv = qq.shape[0], qq.shape[1]
     Ha = np.zeros((batch, nv, 3 * nv, 3 * nv))
     Ha[:, :, :nv, :nv] = qq

@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from grid_codegen.registry import algorithm
 from grid_rbd._array_ops import ArrayOps
-from grid_rbd._integrators import Stepper, check_step, step_hessian
+from grid_rbd._integrators import Stepper, check_hessian_step, check_step, step_hessian
 from grid_rbd.reference.costs import barrier_bounds
 
 SMALL = 1e-2  # below this rotation angle the SE(3) coefficients use their Taylor series
@@ -221,8 +222,9 @@ class PlantMethods:
     def _require_plant(self, needs: tuple[str, ...], method: str) -> None:
         missing = [a for a in needs if a not in self.algorithms]
         if missing:
+            profiles = ", ".join(dict.fromkeys(repr(algorithm(a).profile) for a in missing))
             raise RuntimeError(f"{method} needs {', '.join(needs)}; this artifact lacks "
-                               f"{', '.join(missing)}: register with the core profile in "
+                               f"{', '.join(missing)}: register with {profiles} in "
                                "algorithm_list")
 
     def _split_state(self, x: Any, name: str = "x") -> tuple[Any, Any, bool]:
@@ -266,7 +268,7 @@ class PlantMethods:
         vector configuration, euler and semi-implicit euler are one fused kernel;
         otherwise it is composed from FD, its gradient and M^-1 over the chart."""
         x, u = self._as_arrays(x, u)
-        check_step(integrator_type, dt)
+        dt = check_step(integrator_type, dt)
         fused = f"plant_step_gradient_{integrator_type}"
         fused = fused if fused in self.algorithms and self.nq == self.nv else None
         if fused is None:
@@ -278,7 +280,7 @@ class PlantMethods:
         if fused is not None:
             # The plant profile's kernel (emit_plant=True): one launch.
             ops = ArrayOps(q)
-            steps = ops.contiguous(ops.const(np.full((q.shape[0], 1), float(dt))))
+            steps = ops.full((q.shape[0], 1), dt)
             G = getattr(self, fused)(ops.contiguous(q), ops.contiguous(qd),
                                      ops.contiguous(u), steps, gravity=gravity)
         else:
@@ -291,21 +293,13 @@ class PlantMethods:
         semi-implicit euler, fixed base), from the `fdsva_so` kernel (register with the
         "second_order" profile). On the numpy handle, as the spec says; float64 out on
         a float32 build too (the second derivatives are assembled in float64)."""
-        if type(self).__module__.split(".")[1] in ("torch", "jax"):
-            raise NotImplementedError("plant_step_hessian is on the numpy handle; use "
-                                      "grid_rbd.get_robot(name) for it")
-        check_step(integrator_type, dt)
-        if integrator_type not in ("euler", "semi_implicit_euler"):
-            raise ValueError("plant_step_hessian supports euler and semi_implicit_euler; "
-                             f"got {integrator_type!r} (rk4's Hessian is not provided)")
+        dt = check_hessian_step(integrator_type, dt)
         if self.nq != self.nv:
             raise ValueError("plant_step_hessian is provided where the configuration is "
                              "a vector (nq == nv: no free flyer, ball or planar joint); "
                              "the second-order terms of the Lie-group chart are not "
                              "implemented")
-        if "fdsva_so" not in self.algorithms:
-            raise RuntimeError("plant_step_hessian needs fdsva_so; register with "
-                               "algorithm_list=[..., 'second_order']")
+        self._require_plant(("fdsva_so",), "plant_step_hessian")
         x, u = np.asarray(x), np.asarray(u)
         q, qd, single = self._split_state(x)
         u = u[None] if single else u

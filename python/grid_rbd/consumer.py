@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from grid_codegen.urdf_xml import name_problem
+from grid_rbd._env_knobs import parse_arch
 from grid_rbd._integrity import FILE_MODE, StoreError, atomic_write, is_digest
 from grid_rbd._store import (
     BUILD_INPUTS,
@@ -323,13 +324,10 @@ def _with_arch(toolchain: Any, cuda_arch: int | str | None) -> Any:
     """`toolchain` compiling for `cuda_arch` (90, "90", "sm_90") when one is given."""
     if cuda_arch is None:
         return toolchain
-    digits = str(cuda_arch).strip().removeprefix("sm_").replace(".", "")
-    if not digits.isdigit() or not 30 <= int(digits) <= 200:
-        raise ValueError(f"cuda_arch {cuda_arch!r} is not an architecture; use e.g. 90 or "
-                         "'sm_90'")
+    arch = parse_arch(cuda_arch, "cuda_arch")
     if toolchain.backend != "cuda":
         raise ValueError("cuda_arch applies to a CUDA build (backend='cuda')")
-    return dataclasses.replace(toolchain, archs=(f"sm_{digits}",))
+    return dataclasses.replace(toolchain, archs=(arch,))
 
 
 def _generate(urdf_bytes: bytes, source: str, floating_base: bool, options: Any,

@@ -17,10 +17,7 @@ fill runs on one thread, the kernels on all of them: a ratio below 1 is possible
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -33,7 +30,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-from sidebyside_common import use_tree  # noqa: E402
+from sidebyside_common import use_tree, write_rows  # noqa: E402
 
 use_tree(REPO)
 
@@ -142,12 +139,7 @@ def main() -> None:
     for robot in args.robots.split(","):
         rows += bench_robot(robot, args.device, args.dtype, args.reps, store, args.profile,
                             args.batch)
-    result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-              "machine": platform.node(), "cpu_count": os.cpu_count(),
-              "threads": args.threads or os.cpu_count(), "rows": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    write_rows(args.out, rows, threads=args.threads or os.cpu_count())
 
 
 if __name__ == "__main__":

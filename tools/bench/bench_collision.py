@@ -14,10 +14,6 @@ figure is the median over `--reps` calls after one warm-up.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -30,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 from bench_centroidal import _median_seconds  # noqa: E402
-from sidebyside_common import use_tree  # noqa: E402
+from sidebyside_common import use_tree, write_rows  # noqa: E402
 
 use_tree(REPO)
 sys.path.insert(0, str(REPO / "tests"))
@@ -121,12 +117,7 @@ def main() -> None:
                 continue
         rows += bench_robot(robot, args.device, args.dtype, args.batch, args.reps, store,
                             args.g1_res)
-    result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-              "machine": platform.node(), "cpu_count": os.cpu_count(), "rows": rows,
-              "skipped": skipped}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    write_rows(args.out, rows, skipped=skipped)
 
 
 if __name__ == "__main__":

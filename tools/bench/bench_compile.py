@@ -11,10 +11,6 @@ machine with its core count recorded (the targets are for the 2-core CI machine)
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -23,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-from sidebyside_common import use_tree  # noqa: E402
+from sidebyside_common import use_tree, write_rows  # noqa: E402
 
 use_tree(REPO)
 sys.path.insert(0, str(REPO / "tests"))
@@ -63,11 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = [measure(r, p, b, args.dtype) for r in args.robots.split(",")
             for p in args.profiles.split(",") for b in args.backends.split(",")]
-    result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-              "machine": platform.node(), "cpu_count": os.cpu_count(), "rows": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    write_rows(args.out, rows)
 
 
 if __name__ == "__main__":

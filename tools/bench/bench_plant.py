@@ -14,10 +14,6 @@ Each figure is the median over `--reps` calls after one warm-up (synchronised on
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import platform
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +23,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_centroidal import _median_seconds, _states, _urdf  # noqa: E402
+from sidebyside_common import write_rows  # noqa: E402
 
 import grid_rbd  # noqa: E402
 
@@ -105,11 +102,7 @@ def main() -> None:
     for robot in args.robots.split(","):
         rows += bench_robot(robot, args.device, args.dtype, args.reps, store, args.hessian,
                             args.strategy)
-    result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-              "machine": platform.node(), "cpu_count": os.cpu_count(), "rows": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    write_rows(args.out, rows)
 
 
 if __name__ == "__main__":

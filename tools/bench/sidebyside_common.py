@@ -197,3 +197,17 @@ def cross_check_tolerance(algorithm: str, cond_m: float) -> float:
     if algorithm in SOLVES:
         return max(1e-4, 10 * FLOAT32_EPS * cond_m)
     return 1e-4
+
+
+def write_rows(out: Path, rows: list, **extra: Any) -> None:
+    """A benchmark's result file: when, where, `extra` and its `rows`, as indented JSON."""
+    import datetime
+    import json
+    import os
+    import platform
+
+    result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+              "machine": platform.node(), "cpu_count": os.cpu_count(), **extra, "rows": rows}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")

@@ -120,11 +120,6 @@ def plan_units(trace: Callable[[G.Graph, list], list], units: list[tuple[str, in
     return groups, total
 
 
-def _unflatten(model: RobotModel, x: Sequence) -> list:
-    return [(list(x[12 * i:12 * i + 9]), list(x[12 * i + 9:12 * i + 12]))
-            for i in range(model.nb)]
-
-
 def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, acc: Array,
                       fext: Array, out: Array) -> None:
     """The passes writing the four blocks of `idsva_so` at the acceleration `acc` (a
@@ -135,7 +130,7 @@ def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, acc: Array,
     arrays = [X, qd, acc, fext]
 
     def values(x, v, a, f, I, g, units):
-        return second_order_values(model, _unflatten(model, x), I, v, a, f, g, units)
+        return second_order_values(model, A.unflatten_placements(x, model.nb), I, v, a, f, g, units)
 
     def trace(g: G.Graph, units):
         inputs = [[g.input(f"{a.name}[{k}]") if p is None else p
@@ -172,7 +167,8 @@ def _emit_joint_loops(plan, kb: ItemBuilder, arrays: list[Array], out: Array) ->
         seed = Array.runtime("seed", 2 * joint.nv, "item")
 
         def column(x, v, a, f, s, I, g, j=j):
-            H = SO.rnea_second_order_joint(model, _unflatten(model, x), I, v, a, f, g, j, s)
+            H = SO.rnea_second_order_joint(model, A.unflatten_placements(x, model.nb), I, v,
+                                           a, f, g, j, s)
             return [h for row in H for h in row]
 
         plan.dynamics_call(side, f"rnea_second_order_joint{j}",
@@ -244,21 +240,17 @@ def emit_fdsva_so(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array) -> N
     model: RobotModel = plan.model
     nv = model.nv
 
-    def aba_minv(x, qd, u, f, I, g):
-        Xs = _unflatten(model, x)
-        art = A.Articulated(model, Xs, I)
-        qdd = A.aba(model, Xs, I, qd, u, f, g, art)
-        return list(qdd) + [v for row in A.minv(model, Xs, I, art) for v in row]
-
     solved = plan.dynamics_call(
         kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
-        "then), sharing the articulated inertias.", aba_minv,
+        "then), sharing the articulated inertias.",
+        lambda x, qd, u, f, I, g: A.aba_minv(model, A.unflatten_placements(x, model.nb),
+                                             I, qd, u, f, g),
         [X, ports["qd"], ports["u"], ports["f_ext"]], "qdd_minv", dense=True)
     acc = kb.call("acceleration_at_fd", "qdd = FD(q, qd, u), for the second-order passes.",
                   lambda s: list(s[:nv]), [solved], "acc", dense=True)
 
     def dtau(x, qd, a, f, I, g):
-        D = A.rnea_derivatives(model, _unflatten(model, x), I, qd, a, f, g)
+        D = A.rnea_derivatives(model, A.unflatten_placements(x, model.nb), I, qd, a, f, g)
         return [v for row in D for v in row]
 
     derivative = plan.dynamics_call(

@@ -67,8 +67,6 @@ def _flat_transforms(X: Sequence[tuple]) -> list:
     return [x for R, p in X for x in list(R) + list(p)]
 
 
-def _unflatten(x: Sequence, nb: int) -> list[tuple]:
-    return [(list(x[12 * i:12 * i + 9]), list(x[12 * i + 9:12 * i + 12])) for i in range(nb)]
 
 
 def _column_major(rows: int, cols: int) -> list[int]:
@@ -285,7 +283,7 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     name = algorithm.name
 
     def unX(x: Sequence) -> list[tuple]:
-        return _unflatten(x, nb)
+        return A.unflatten_placements(x, nb)
 
     if model.coupling is not None:
         from grid_codegen.emit.thread_coupled import build_coupled
@@ -333,7 +331,7 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
         solved = plan.dynamics_call(
             kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
             "then), sharing the articulated inertias.",
-            lambda x, qd, u, f, I, g, P: _aba_minv(model, unX(x), I, qd,
+            lambda x, qd, u, f, I, g, P: A.aba_minv(model, unX(x), I, qd,
                                                    _passive_input(P, u, qd), f, g),
             [X, ports["qd"], ports["u"], ports["f_ext"]], "qdd_minv", passive=True)
 
@@ -380,7 +378,7 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
         solved = plan.dynamics_call(
             kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
             "then), sharing the articulated inertias.",
-            lambda x, qd, u, I, g, P: _aba_minv(model, unX(x), I, qd,
+            lambda x, qd, u, I, g, P: A.aba_minv(model, unX(x), I, qd,
                                                 _passive_input(P, u, qd), None, g),
             [X, ports["qd"], ports["u"]], "qdd_minv", passive=True)
 
@@ -485,14 +483,6 @@ def _plan_groups(plan: _Plan, fn: Callable, arrays: list[Array], rows: int, cols
     grouped += len(seen)
     total = sum(1 for i in G.reachable(g, result) if g.nodes[i][0] != "in")
     return groups, total, grouped
-
-
-def _aba_minv(model: RobotModel, X: list, I: list, qd: list, u: list, f: list | None,
-              g: object) -> list:
-    art = A.Articulated(model, X, I)
-    qdd = A.aba(model, X, I, qd, u, f, g, art)
-    Minv = A.minv(model, X, I, art)
-    return list(qdd) + [v for row in Minv for v in row]
 
 
 __all__ = ["RUNTIME", "ThreadItem", "build_thread_item", "item_params"]

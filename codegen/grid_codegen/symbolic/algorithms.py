@@ -370,6 +370,21 @@ def minv(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
 
 
 # -- kinematics -------------------------------------------------------------------------
+def aba_minv(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence], qd: Sequence,
+             u: Sequence, fext: Sequence | None, gravity: object) -> list:
+    """`[qdd, M^-1 (row-major)]`: forward dynamics and the inverse mass matrix sharing the
+    articulated inertias (what the FD gradient and the second-order FD kernels consume)."""
+    art = Articulated(model, X, I)
+    qdd = aba(model, X, I, qd, u, fext, gravity, art)
+    return list(qdd) + [v for row in minv(model, X, I, art) for v in row]
+
+
+def unflatten_placements(x: Sequence, nb: int) -> list[sp.Placement]:
+    """The `nb` placements of a flat `[R row-major (9), p (3)]` per body array (the layout
+    of the `joint_transforms` pass)."""
+    return [(list(x[12 * i:12 * i + 9]), list(x[12 * i + 9:12 * i + 12])) for i in range(nb)]
+
+
 def world_poses(model: RobotModel, X: list[sp.Placement]) -> list[sp.Placement]:
     oX: list = []
     for i, joint in enumerate(model.joints):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from grid_codegen.model import RobotModel
-from grid_rbd._integrators import INTEGRATORS, Stepper, check_step
+from grid_rbd._integrators import INTEGRATORS, Stepper, check_hessian_step, check_step
 from grid_rbd._integrators import step_hessian as assemble_step_hessian
 from grid_rbd.reference import configuration
 
@@ -56,10 +56,7 @@ def step_hessian(model: RobotModel, x: np.ndarray, u: np.ndarray, dt: float, int
     (euler and semi-implicit euler on a fixed base, where the chart is additive: the
     second derivatives are those of the forward dynamics, `fdsva_so`, and `dM^-1/dq`;
     `grid_rbd._integrators.step_hessian` assembles them)."""
-    check_step(integrator, dt)
-    if integrator == "rk4":
-        raise ValueError("plant_step_hessian supports euler and semi_implicit_euler; "
-                         "rk4's Hessian is not provided")
+    check_hessian_step(integrator, dt)  # before the second derivatives are computed
     if model.floating_base:
         raise ValueError("plant_step_hessian is provided on a fixed base only (the "
                          "floating base's second-order chart terms are not implemented)")
