@@ -249,6 +249,7 @@ def _meta(model: Any, options: Any, names: dict[str, Any], toolchain: Toolchain,
         "num_ees": len(names["ee_frames"]),
         "dtype": options.dtype,
         "floating_base": bool(floating_base),
+        "q_chart": _q_chart(model),
         "options": options.to_dict(),
         "backend": toolchain.backend,
         "archs": list(toolchain.archs),
@@ -258,6 +259,18 @@ def _meta(model: Any, options: Any, names: dict[str, Any], toolchain: Toolchain,
         "compile_seconds": round(compile_seconds, 4),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def _q_chart(model: Any) -> list[dict[str, Any]]:
+    """The joints whose configuration is not their tangent (free flyer, ball, planar):
+    type and first q and tangent index, in the coordinates the kernels take (a coupled
+    model's reduced ones), for the JAX/torch q pullback (`_framework.tangent_chart`).
+    In meta.json only: no key reads it."""
+    coupling = model.coupling
+    return [{"type": j.type.value,
+             "idx_q": int(j.idx_q if coupling is None else coupling.q_source[j.idx_q][0]),
+             "idx_v": int(j.idx_v if coupling is None else coupling.v_source[j.idx_v][0])}
+            for j in model.joints if not j.type.scalar]
 
 
 def _has_mimic(urdf_bytes: bytes) -> bool:

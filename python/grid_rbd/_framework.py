@@ -6,8 +6,8 @@ torch ops) or the C bridge (the JAX FFI handler). Dimensions, names, the model v
 the inertia table and `close()` are the numpy handle's.
 
 `ambient_pullback` maps a tangent-space cotangent of `q` to the ambient configuration
-layout; the backends pass their own `concat` and `sqrt`, so one text serves jax.numpy
-and torch.
+layout, joint block by joint block (`tangent_chart` reads the layout from meta.json); the
+backends pass their own `concat` and `sqrt`, so one text serves jax.numpy and torch.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods, ContactMeth
         return self.tangent_chart == "free_flyer"
 
     @property
-    def tangent_chart(self) -> str | None:
+    def tangent_chart(self) -> Chart:
         """How a `q` cotangent comes from the kernels' tangent one (`tangent_chart`)."""
         return tangent_chart(self.nq, self.nv, self._meta_dict())
 
@@ -198,55 +198,133 @@ class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods, ContactMeth
                 f"ctx_id={self.ctx_id:#x}{' closed' if self.closed else ''}>")
 
 
-def tangent_chart(nq: int, nv: int, meta: dict[str, Any]) -> str | None:
-    """"vector" (nq == nv: the cotangent of q is the tangent one), "free_flyer" (a
-    free-flyer root registered with floating_base=True and scalar joints otherwise:
-    `ambient_pullback`), or None: ball or planar joints (or a URDF `floating` joint),
-    whose quaternion and (cos, sin) blocks the JAX/torch backward does not pull back."""
+#: A robot's configuration chart (`tangent_chart`): "vector", "free_flyer", the blocks
+#: (joint type, first q index, first tangent index) of its non-vector joints, or None.
+Chart = str | tuple[tuple[str, int, int], ...] | None
+
+#: The (nq, nv) of a joint block whose configuration is not its tangent.
+_BLOCK_WIDTHS = {"free_flyer": (7, 6), "spherical": (4, 3), "planar": (4, 3)}
+
+
+def tangent_chart(nq: int, nv: int, meta: dict[str, Any]) -> Chart:
+    """How the JAX/torch backward maps the kernels' tangent cotangent of q to q's:
+    "vector" (nq == nv: it is q's), "free_flyer" (a root added with floating_base=True,
+    scalar joints otherwise), or the blocks `(type, idx_q, idx_v)` of every free-flyer,
+    ball and planar joint (meta.json's "q_chart"), which `ambient_pullback` pulls back
+    one by one. None when q is not a vector and the entry does not record its layout
+    (an entry built before it was recorded, other than a free-flyer root)."""
     if nq == nv:
         return "vector"
-    if nq == nv + 1 and meta.get("floating_base", True):
+    blocks = _recorded_blocks(nq, nv, meta.get("q_chart"))
+    if blocks is None:
+        return "free_flyer" if nq == nv + 1 and meta.get("floating_base", True) else None
+    if blocks == (("free_flyer", 0, 0),) and meta.get("floating_base", False):
         return "free_flyer"
-    return None
+    return blocks
+
+
+def _recorded_blocks(nq: int, nv: int, recorded: Any
+                     ) -> tuple[tuple[str, int, int], ...] | None:
+    """meta.json's "q_chart" as blocks, or None when absent or not a layout of (nq, nv):
+    known types, in order, scalar runs of equal width in q and the tangent between them."""
+    if not isinstance(recorded, list):
+        return None
+    blocks = []
+    end_q = end_v = 0
+    for block in recorded:
+        try:
+            kind, iq, iv = str(block["type"]), int(block["idx_q"]), int(block["idx_v"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        if kind not in _BLOCK_WIDTHS or iq < end_q or iq - end_q != iv - end_v:
+            return None
+        end_q, end_v = iq + _BLOCK_WIDTHS[kind][0], iv + _BLOCK_WIDTHS[kind][1]
+        blocks.append((kind, iq, iv))
+    if end_q > nq or nq - end_q != nv - end_v:
+        return None
+    return tuple(blocks)
 
 
 def unsupported_q_gradient(name: str, nq: int, nv: int) -> NotImplementedError:
     return NotImplementedError(
-        f"{name}: the JAX/torch backward with respect to q is provided for a vector "
-        f"configuration and a free-flyer root; this robot has ball or planar joints "
-        f"(nq {nq}, nv {nv}). Differentiate with respect to qd / u only, or use the "
-        "numpy handle's *_gradient methods (local tangent chart, docs/joints.md).")
+        f"{name}: the JAX/torch backward with respect to q needs the robot's joint layout "
+        f"(nq {nq}, nv {nv}: ball, planar or floating joints), which this store entry's "
+        "meta.json predates; register again with force_rebuild=True, differentiate with "
+        "respect to qd / u only, or use the numpy handle's *_gradient methods (local "
+        "tangent chart, docs/joints.md).")
 
 
 def ambient_pullback(q: Any, ct: Any, concat: Callable[[list[Any]], Any],
-                     sqrt: Callable[[Any], Any]) -> Any:
-    """The cotangent of a floating-base `q` (B, nv+1: [p, quat xyzw, joints]) from the
-    cotangent `ct` (B, nv) of the local tangent chart ([v_lin, omega, joints], body frame).
+                     sqrt: Callable[[Any], Any], chart: Chart = "free_flyer") -> Any:
+    """The cotangent of `q` (B, nq) from the cotangent `ct` (B, nv) of the kernels' local
+    tangent chart, for `chart` "free_flyer" (a root [p, quat xyzw, joints]) or a
+    `tangent_chart` block tuple; scalar coordinates pass through. Each block is the exact
+    transpose of d(tangent)/d(configuration) of what the kernels evaluate:
 
-    The kernels evaluate the rotation of quat/|quat|, so the map is that of f(normalize):
-    dv_lin = R^T dp, domega = 2 vec(qn* (x) dqn) = 2 E(qn) dqn with
-    dqn = (I - qn qn^T) dquat / |quat|. Its transpose gives ct_p = R ct_v and
-    ct_quat = (I - qn qn^T) 2 E^T ct_omega / |quat|; the joint block passes through.
-    `concat` joins (B, k) blocks along axis 1.
-    """
-    x, y, z, w = q[:, 3], q[:, 4], q[:, 5], q[:, 6]
+    * free flyer [p, quat] (tangent [v, omega], local): the placement (quat/|quat|, p),
+      dv = R^T dp and domega as a ball joint's: ct_p = R ct_v.
+    * ball, quat xyzw (tangent omega, local): the rotation of qn = quat/|quat|,
+      domega = 2 E(qn) dqn with dqn = (I - qn qn^T) dquat / |quat|, so
+      ct_quat = (I - qn qn^T) 2 E^T ct_omega / |quat|.
+    * planar [x, y, c, s] (tangent [v_x, v_y, omega], local): the rotation of
+      (c, s)/|(c, s)| by t = atan2(s, c) and the raw translation (x, y):
+      dv = R2(t)^T d(x, y), domega = (c ds - s dc) / (c^2 + s^2), so
+      ct_xy = R2(t) ct_v, ct_c = -s ct_omega / (c^2 + s^2), ct_s = c ct_omega / (...).
+
+    `concat` joins (B, k) blocks along axis 1."""
+    blocks = (("free_flyer", 0, 0),) if chart == "free_flyer" else chart
+    parts: list[Any] = []
+    end_v = 0
+    for kind, iq, iv in blocks:
+        width_q, width_v = _BLOCK_WIDTHS[kind]
+        if iv > end_v:
+            parts.append(ct[:, end_v:iv])
+        columns = _BLOCK_PULLBACKS[kind](q[:, iq:iq + width_q], ct[:, iv:iv + width_v], sqrt)
+        parts += [c[:, None] for c in columns]
+        end_v = iv + width_v
+    parts.append(ct[:, end_v:])
+    return concat(parts)
+
+
+def _quaternion_pullback(quat: Any, ct_omega: Any, sqrt: Callable[[Any], Any]
+                         ) -> list[Any]:
+    """ct_quat (4 columns, x y z w) of a local angular cotangent (see ambient_pullback)."""
+    x, y, z, w = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
     norm = sqrt(x * x + y * y + z * z + w * w)
     x, y, z, w = x / norm, y / norm, z / norm, w / norm
-    cv0, cv1, cv2 = ct[:, 0], ct[:, 1], ct[:, 2]
-    # R(qn) applied to ct_v (R's columns are the body axes in the world frame).
-    p0 = ((1 - 2 * (y * y + z * z)) * cv0 + 2 * (x * y - z * w) * cv1
-          + 2 * (x * z + y * w) * cv2)
-    p1 = (2 * (x * y + z * w) * cv0 + (1 - 2 * (x * x + z * z)) * cv1
-          + 2 * (y * z - x * w) * cv2)
-    p2 = (2 * (x * z - y * w) * cv0 + 2 * (y * z + x * w) * cv1
-          + (1 - 2 * (x * x + y * y)) * cv2)
-    c0, c1, c2 = ct[:, 3], ct[:, 4], ct[:, 5]
+    c0, c1, c2 = ct_omega[:, 0], ct_omega[:, 1], ct_omega[:, 2]
     # 2 E^T ct_omega, E's rows: [w, z, -y, -x], [-z, w, x, -y], [y, -x, w, -z].
     gx = 2 * (w * c0 - z * c1 + y * c2)
     gy = 2 * (z * c0 + w * c1 - x * c2)
     gz = 2 * (-y * c0 + x * c1 + w * c2)
     gw = 2 * (-x * c0 - y * c1 - z * c2)
     radial = x * gx + y * gy + z * gz + w * gw
-    quat = [(g - qn * radial) / norm for g, qn in ((gx, x), (gy, y), (gz, z), (gw, w))]
-    columns = [p0, p1, p2, *quat]
-    return concat([*(c[:, None] for c in columns), ct[:, 6:]])
+    return [(g - qn * radial) / norm for g, qn in ((gx, x), (gy, y), (gz, z), (gw, w))]
+
+
+def _free_flyer_pullback(q: Any, ct: Any, sqrt: Callable[[Any], Any]) -> list[Any]:
+    x, y, z, w = q[:, 3], q[:, 4], q[:, 5], q[:, 6]
+    norm = sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    cv0, cv1, cv2 = ct[:, 0], ct[:, 1], ct[:, 2]
+    # R(qn) applied to ct_v (R's columns are the body axes in the parent frame).
+    p0 = ((1 - 2 * (y * y + z * z)) * cv0 + 2 * (x * y - z * w) * cv1
+          + 2 * (x * z + y * w) * cv2)
+    p1 = (2 * (x * y + z * w) * cv0 + (1 - 2 * (x * x + z * z)) * cv1
+          + 2 * (y * z - x * w) * cv2)
+    p2 = (2 * (x * z - y * w) * cv0 + 2 * (y * z + x * w) * cv1
+          + (1 - 2 * (x * x + y * y)) * cv2)
+    return [p0, p1, p2, *_quaternion_pullback(q[:, 3:7], ct[:, 3:6], sqrt)]
+
+
+def _planar_pullback(q: Any, ct: Any, sqrt: Callable[[Any], Any]) -> list[Any]:
+    c, s = q[:, 2], q[:, 3]
+    square = c * c + s * s
+    norm = sqrt(square)
+    cn, sn = c / norm, s / norm
+    cv0, cv1, cw = ct[:, 0], ct[:, 1], ct[:, 2]
+    return [cn * cv0 - sn * cv1, sn * cv0 + cn * cv1, -s * cw / square, c * cw / square]
+
+
+_BLOCK_PULLBACKS = {"free_flyer": _free_flyer_pullback, "spherical": _quaternion_pullback,
+                    "planar": _planar_pullback}

@@ -79,9 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--robot", default="iiwa14")
+    parser.add_argument("--skip-numpy", action="store_true")
     args = parser.parse_args(argv)
     import torch
     from support import ROBOTS
+
+    from grid_rbd.torch import TorchRobotHandle
 
     out = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 
     say(f"floor: pinned H2D + D2H + sync (torch) {wall_us(round_trip):.2f} us")
     artifact = h._artifact
-    for algorithm in (ID, FD, FD_GRAD):
+    for algorithm in () if args.skip_numpy else (ID, FD, FD_GRAD):
         info = h._info["algorithms"][algorithm]
         say(f"{algorithm}: chosen variant at B=1: "
             f"{artifact.chosen_variant(h._ctx_id, algorithm, 1)}")
@@ -134,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"  numpy call wall {wall_us(lambda f=fn, a=call_args: f(*a)):.2f} us")
         profile_table(lambda f=fn, a=call_args: f(*a), out / f"numpy_{algorithm}.txt")
 
-    th = grid_rbd.torch.TorchRobotHandle(h)
+    th = TorchRobotHandle(h)
     say(f"torch eager ID events {events_us(lambda: th.inverse_dynamics(dev['q'], dev['qd'], dev['qdd'])):.2f} us")  # noqa: E501
     profile_table(lambda: th.inverse_dynamics(dev["q"], dev["qd"], dev["qdd"]),
                   out / "torch_eager_id.txt")
@@ -143,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     def fwd_bwd() -> None:
         th.forward_dynamics(q, qd, u).sum().backward()
 
+    out_fd = th.forward_dynamics(q, qd, u)
+    say(f"torch bwd only wall (synchronised) "
+        f"{wall_us(lambda: (torch.autograd.grad(out_fd, (q, qd, u), torch.ones_like(out_fd), retain_graph=True), torch.cuda.synchronize())):.2f} us")  # noqa: E501
     say(f"torch fwd+bwd FD wall (synchronised) "
         f"{wall_us(lambda: (fwd_bwd(), torch.cuda.synchronize())):.2f} us")
     say(f"torch fwd only (grad on) wall {wall_us(lambda: th.forward_dynamics(q, qd, u)):.2f} us")
@@ -158,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         import jax
         import jax.numpy as jnp
 
-        jh = grid_rbd.jax.JaxRobotHandle(h)
+        from grid_rbd.jax import JaxRobotHandle
+
+        jh = JaxRobotHandle(h)
         jq, jqd, ju = (jnp.asarray(states[k]) for k in ("q", "qd", "u"))
         fd = jax.jit(lambda a, b, c: jh.forward_dynamics(a, b, c))
         say(f"jax jit FD wait each {wall_us(lambda: fd(jq, jqd, ju).block_until_ready()):.2f} us")

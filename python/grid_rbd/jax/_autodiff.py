@@ -17,8 +17,9 @@ the derivative of output i) and ct the `(B, m)` cotangent of the output:
   and f_ext; those two are residuals and get zero cotangents.
 * end_effector_pose: ct_q = ct J with J the (B, 6*num_ees, nv) pose gradient.
 
-ct_q above lives in the tangent chart; on a floating base `ambient_pullback` maps it to
-the configuration layout [p, quat, joints] as the exact derivative of f(normalize(quat)).
+ct_q above lives in the tangent chart; unless q is a vector, `ambient_pullback` maps it
+to the configuration layout (free-flyer, ball and planar blocks) as the exact derivative
+of what the kernels evaluate (f(normalize(quat)), the planar (cos, sin) normalised).
 There is no forward mode and no second order (see docs/jax.md).
 """
 
@@ -48,9 +49,9 @@ def _concat(blocks: list[jax.Array]) -> jax.Array:
 def _q_cotangent(launch: Launcher, q: jax.Array, ct_tangent: jax.Array) -> jax.Array:
     if launch.chart is None:
         raise unsupported_q_gradient(launch.robot, launch.dims.nq, launch.dims.nv)
-    if launch.floating_base:
-        return ambient_pullback(q, ct_tangent, _concat, jnp.sqrt)
-    return ct_tangent
+    if launch.chart == "vector":
+        return ct_tangent
+    return ambient_pullback(q, ct_tangent, _concat, jnp.sqrt, launch.chart)
 
 
 def _forward_dynamics_vjp(launch: Launcher, method: Method, x: Arrays, ct: jax.Array,

@@ -14,7 +14,8 @@ tangent Jacobian:
 M^-1 ct is one more launch of the same forward-dynamics method at (q, qd = 0, u = ct)
 with no f_ext and zero gravity, where it returns exactly M^-1 ct (M is symmetric). qdd
 and f_ext are residuals: their cotangents are None (zero). On a floating base the q
-cotangent is pulled back to the ambient [p, quat, joints] layout (`ambient_pullback`).
+cotangent is pulled back to the ambient layout (`ambient_pullback`: [p, quat, joints], and
+likewise the blocks of ball and planar joints).
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ def _cat(blocks: list[torch.Tensor]) -> torch.Tensor:
 
 
 class AnalyticFunction(torch.autograd.Function):
-    """apply(runner, method_name, nv, floating_base, gravity, *inputs) -> out."""
+    """apply(runner, method_name, nv, chart, gravity, *inputs) -> out (chart: the
+    robot's `_framework.tangent_chart`)."""
 
     @staticmethod
-    def forward(ctx: Any, runner: int, method_name: str, nv: int, floating_base: bool,
+    def forward(ctx: Any, runner: int, method_name: str, nv: int, chart: Any,
                 gravity: float, *inputs: torch.Tensor | None) -> torch.Tensor:
         if torch.compiler.is_compiling():
             out, stamp = _ops.run_stamped(runner, method_name, list(inputs), gravity)
@@ -48,7 +50,7 @@ class AnalyticFunction(torch.autograd.Function):
             ctx.handle = _ops._runner(runner)  # the graph keeps the handle (its context) alive
             out, stamp = ctx.handle._launch_stamped(method_name, inputs, gravity)
         ctx.runner, ctx.method_name, ctx.nv = runner, method_name, nv
-        ctx.floating_base, ctx.gravity = floating_base, gravity
+        ctx.chart, ctx.gravity = chart, gravity
         ctx.present = tuple(t is not None for t in inputs)
         ctx.save_for_backward(*(t for t in inputs if t is not None), stamp)
         return out
@@ -89,8 +91,8 @@ class AnalyticFunction(torch.autograd.Function):
         grads: list[torch.Tensor | None] = [None] * len(inputs)
         if needs[0]:
             ct_q = contracted[:, :nv]
-            grads[0] = ambient_pullback(inputs[0], ct_q, _cat, torch.sqrt) \
-                if ctx.floating_base else ct_q
+            grads[0] = ct_q if ctx.chart == "vector" else \
+                ambient_pullback(inputs[0], ct_q, _cat, torch.sqrt, ctx.chart)
         if len(inputs) > 1 and needs[1]:
             grads[1] = contracted[:, nv:]
         if solve:
@@ -107,6 +109,6 @@ def _solve_inputs(inputs: list[torch.Tensor | None], ct: torch.Tensor
     return [q, torch.zeros_like(qd), ct.resolve_neg().contiguous(), None]
 
 
-def apply(runner: int, method_name: str, nv: int, floating_base: bool, gravity: float,
+def apply(runner: int, method_name: str, nv: int, chart: Any, gravity: float,
           inputs: list[torch.Tensor | None]) -> torch.Tensor:
-    return AnalyticFunction.apply(runner, method_name, nv, floating_base, gravity, *inputs)
+    return AnalyticFunction.apply(runner, method_name, nv, chart, gravity, *inputs)

@@ -215,7 +215,7 @@ class TorchRobotHandle(FrameworkHandle):
         q = inputs[0]
         if self.tangent_chart is None and q is not None and q.requires_grad:
             raise unsupported_q_gradient(method.name, self.nq, self.nv)
-        return _autograd.apply(self._runner, method.name, self.nv, self.floating_base,
+        return _autograd.apply(self._runner, method.name, self.nv, self.tangent_chart,
                                gravity, inputs)
 
     def _run_checked(self, method: Method, args: tuple, kwargs: dict[str, Any]
