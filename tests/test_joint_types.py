@@ -14,7 +14,6 @@ import pytest
 from artifact_harness import Artifact, _build
 from support import ROBOTS, robot_available
 
-import grid_rbd
 import grid_rbd.reference as reference
 from grid_codegen import URDFError, parse_urdf
 from grid_codegen.model import JointType
@@ -349,25 +348,3 @@ def test_gpu_build_matches_reference(robot):
     _check_kernels(artifact, ref, *_states(model, 37, 6, model.reduced_nq, model.reduced_nv),
                    torch=torch)
 
-
-def test_framework_backward_refuses_q_through_a_ball_joint(tmp_path):
-    """A fixed base with one ball joint has nq == nv + 1 like a free flyer: the torch
-    backward must not pull q's cotangent back as a free flyer's. It refuses q (with the
-    reason) and still differentiates qd, against the numpy handle's Jacobian."""
-    torch = pytest.importorskip("torch", reason="torch is not installed")
-    urdf = _robot("one_ball", _link("a"), _link("b"), _link("c"),
-                  _joint("ball", "a", "b", "spherical"), _joint("hinge", "b", "c"))
-    th = grid_rbd.register_robot("one_ball", urdf_string=urdf.decode(), dtype="float64",
-                                 backend="torch", cache_dir=tmp_path)
-    assert (th.nq, th.nv) == (5, 4) and not th.floating_base and th.tangent_chart is None
-    q = torch.tensor([[0.1, -0.2, 0.3, 0.9, 0.4]], dtype=torch.float64)
-    qd = torch.tensor([[0.3, -0.1, 0.2, 0.5]], dtype=torch.float64)
-    qdd = torch.zeros_like(qd)
-    with pytest.raises(NotImplementedError, match="ball or planar joints"):
-        th.inverse_dynamics(q.clone().requires_grad_(), qd, qdd)
-    qd_var = qd.clone().requires_grad_()
-    th.inverse_dynamics(q, qd_var, qdd).sum().backward()
-    numpy_handle = grid_rbd.get_robot("one_ball", cache_dir=tmp_path)
-    J = numpy_handle.inverse_dynamics_gradient(q.numpy(), qd.numpy(), qdd.numpy())
-    np.testing.assert_allclose(qd_var.grad.numpy()[0], J[0, :, 4:].sum(axis=0), atol=1e-10)
-    th.close()
