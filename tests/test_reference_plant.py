@@ -1,7 +1,8 @@
 """The float64 plant layer (issue 16, item 1): the SE(3) chart against Pinocchio's
 `integrate`, `difference`, `dIntegrate` and `dDifference`; a step against Pinocchio's
-`aba` + `integrate`; step gradients and Hessians against central differences; costs
-and barriers against finite differences of their values and their own definitions."""
+`aba` + `integrate`; step gradients and Hessians against central differences (the
+floating-base Hessian in tests/test_plant_hessian.py); costs and barriers against finite
+differences of their values and their own definitions."""
 
 from __future__ import annotations
 
@@ -130,10 +131,6 @@ def test_bad_step_arguments_name_the_problem():
         ref.plant_step(x[:, :-1], u, 0.01)
     with pytest.raises(ValueError, match="rk4's Hessian is not provided"):
         ref.plant_step_hessian(x, u, 0.01, "rk4")
-    with pytest.raises(ValueError, match="fixed base only"):
-        go2 = _ref("go2")
-        xg, ug = _state(go2, 1, seed=86)
-        go2.plant_step_hessian(xg, ug, 0.01)
 
 
 def _check_gradient(value_fn, x, grad, tangent_move, h=1e-6, tol=1e-6):

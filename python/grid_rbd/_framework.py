@@ -84,11 +84,6 @@ class FrameworkHandle(ParameterOperands, FrameMethods, PlantMethods, ContactMeth
         """The compute dtype as a numpy dtype."""
         return self._base.dtype
 
-    def plant_step_hessian(self, *args: Any, **kwargs: Any) -> Any:
-        """On the numpy handle only (as the spec says): `grid_rbd.get_robot(name)`."""
-        raise NotImplementedError("plant_step_hessian is on the numpy handle; use "
-                                  f"grid_rbd.get_robot({self.name!r}) for it")
-
     @property
     def floating_base(self) -> bool:
         """Whether q carries a free-flyer root (and otherwise scalar joints)."""

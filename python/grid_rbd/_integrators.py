@@ -130,36 +130,10 @@ class Stepper:
 
 
 def check_hessian_step(integrator: str, dt: float) -> float:
-    """`check_step`, and the integrators `step_hessian` has (not rk4)."""
+    """`check_step`, and the integrators the step Hessian has (not rk4;
+    `grid_rbd._step_hessian`)."""
     dt = check_step(integrator, dt)
     if integrator not in ("euler", "semi_implicit_euler"):
         raise ValueError("plant_step_hessian supports euler and semi_implicit_euler; "
                          f"got {integrator!r} (rk4's Hessian is not provided)")
     return dt
-
-
-def step_hessian(qq: np.ndarray, vv: np.ndarray, qv: np.ndarray, dMinv: np.ndarray,
-                 dt: float, integrator: str) -> np.ndarray:
-    """`(B, 2nv, 3nv, 3nv)`: `H[b, r, i, j] = d2 x'_r / dz_i dz_j` over `z = [q, qd, u]`
-    for euler and semi-implicit euler on an additive chart (a fixed base), from the
-    second derivatives of the forward dynamics `a(q, qd, u)` (`fdsva_so`'s four blocks,
-    float64). `u` enters `a` linearly and `M^-1` depends on `q` alone, so
-
-        d2a = [[qq, qv, dMinv^T], [qv^T, vv, 0], [dMinv, 0, 0]]  (blocks over q, qd, u)
-
-    and `qd' = qd + dt a` gives `dt d2a`; semi-implicit euler's `q' = q + dt qd'` gives
-    `dt^2 d2a`, euler's `q' = q + dt qd` is linear."""
-    dt = check_hessian_step(integrator, dt)
-    batch, nv = qq.shape[0], qq.shape[1]
-    Ha = np.zeros((batch, nv, 3 * nv, 3 * nv))
-    Ha[:, :, :nv, :nv] = qq
-    Ha[:, :, nv:2 * nv, nv:2 * nv] = vv
-    Ha[:, :, :nv, nv:2 * nv] = qv
-    Ha[:, :, nv:2 * nv, :nv] = np.swapaxes(qv, 2, 3)
-    Ha[:, :, 2 * nv:, :nv] = dMinv  # dMinv[i, j, k] = d2 a_i / du_j dq_k
-    Ha[:, :, :nv, 2 * nv:] = np.swapaxes(dMinv, 2, 3)
-    H = np.zeros((batch, 2 * nv, 3 * nv, 3 * nv))
-    H[:, nv:] = dt * Ha
-    if integrator == "semi_implicit_euler":
-        H[:, :nv] = dt * dt * Ha
-    return H

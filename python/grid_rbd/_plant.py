@@ -8,9 +8,10 @@ by the SE(3) exponential of its local twist, as Pinocchio's `integrate`) with
 `forward_dynamics`, `forward_dynamics_gradient` and `minv` as the dynamics. On torch and
 JAX `plant_step` and `integrator` are differentiable (through the analytic backward of
 `forward_dynamics` and the framework's own operations, a floating base included);
-`plant_step_gradient` returns the tangent Jacobian `[A | B]` itself (forward-only).
-Costs and barriers are as `grid_rbd.reference.costs` describes (tangent gradients,
-Gauss-Newton Hessians).
+`plant_step_gradient` returns the tangent Jacobian `[A | B]` itself and
+`plant_step_hessian` the step's second derivatives (`grid_rbd._step_hessian`, from the
+`fdsva_so` kernel), both forward-only. Costs and barriers are as
+`grid_rbd.reference.costs` describes (tangent gradients, Gauss-Newton Hessians).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import numpy as np
 
 from grid_codegen.registry import algorithm
 from grid_rbd._array_ops import ArrayOps
-from grid_rbd._integrators import Stepper, check_hessian_step, check_step, step_hessian
+from grid_rbd._integrators import Stepper, check_hessian_step, check_step
+from grid_rbd._step_hessian import moved_velocity, step_hessian
 from grid_rbd.reference.costs import barrier_bounds
 
 SMALL = 1e-2  # below this rotation angle the SE(3) coefficients use their Taylor series
@@ -288,26 +290,62 @@ class PlantMethods:
         return G[0] if single else G
 
     def plant_step_hessian(self, x: Any, u: Any, dt: float, integrator_type: str = "euler",
-                           *, gravity: float = -9.81) -> np.ndarray:
-        """`(B, 2nv, 3nv, 3nv)`: `d2 x'/d(x, u)^2` over `z = [q, qd, u]` (euler and
-        semi-implicit euler, fixed base), from the `fdsva_so` kernel (register with the
-        "second_order" profile). On the numpy handle, as the spec says; float64 out on
-        a float32 build too (the second derivatives are assembled in float64)."""
+                           *, gravity: float = -9.81) -> Any:
+        """`(B, 2nv, 3nv, 3nv)`: `H[b, r, i, k] = d/dz_k (dx'_r/dz_i)` over `z = [dq, dqd,
+        du]` (euler and semi-implicit euler; a vector configuration or a free-flyer root,
+        where the outer derivative is taken of the tangent gradient at the perturbed
+        point: `grid_rbd._step_hessian`). From the `fdsva_so` kernel (the "second_order"
+        profile) and, for a free flyer under semi-implicit euler, `forward_dynamics`,
+        its gradient and `minv` (the core profile). numpy: float64 out, on a float32
+        build too (assembled in float64). torch / JAX: the handle's dtype, where the
+        kernels wrote it; forward-only (an input that requires grad is refused)."""
         dt = check_hessian_step(integrator_type, dt)
-        if self.nq != self.nv:
-            raise ValueError("plant_step_hessian is provided where the configuration is "
-                             "a vector (nq == nv: no free flyer, ball or planar joint); "
-                             "the second-order terms of the Lie-group chart are not "
-                             "implemented")
-        self._require_plant(("fdsva_so",), "plant_step_hessian")
-        x, u = np.asarray(x), np.asarray(u)
+        groups = self._lie_groups("plant_step_hessian")
+        needs = ("fdsva_so",)
+        if groups and integrator_type == "semi_implicit_euler":
+            needs += ("forward_dynamics", "forward_dynamics_gradient", "minv")
+        self._require_plant(needs, "plant_step_hessian")
+        x, u = self._as_arrays(x, u)
+        ops = ArrayOps(x)
+        if ops.kind == "numpy":
+            x, u = np.asarray(x), np.asarray(u)
+        if ops.kind == "torch" and any(self._needs_gradient(a) for a in (x, u)):
+            raise RuntimeError("plant_step_hessian is forward-only (no backward), but an "
+                               "input requires grad; detach the inputs or call it under "
+                               "torch.no_grad()")
         q, qd, single = self._split_state(x)
         u = u[None] if single else u
-        dtype = self._dtype
-        blocks = self.fdsva_so(*(np.ascontiguousarray(a, dtype=dtype) for a in (q, qd, u)),
-                               gravity=gravity)
-        H = step_hessian(*(b.astype(np.float64) for b in blocks), dt, integrator_type)
+        if ops.kind == "numpy":
+            q, qd, u = (np.ascontiguousarray(a, dtype=self._dtype) for a in (q, qd, u))
+        else:
+            q, qd, u = ops.contiguous(q), ops.contiguous(qd), ops.contiguous(u)
+        blocks = self.fdsva_so(q, qd, u, gravity=gravity)
+        w = Jw = None
+        if groups:
+            w, Jw = moved_velocity(ArrayOps(q), q, qd, u, dt, integrator_type,
+                                   self._stepper(q, gravity).dynamics)
+        if ops.kind == "numpy":  # the second derivatives are assembled in float64
+            blocks = [b.astype(np.float64) for b in blocks]
+            if groups:
+                w, Jw = w.astype(np.float64), Jw.astype(np.float64)
+            ops = ArrayOps(blocks[0])
+        H = step_hessian(ops, blocks, dt, integrator_type, groups, w, Jw)
         return H[0] if single else H
+
+    def _lie_groups(self, method: str) -> list[tuple[int, range]]:
+        """`[]` on a vector configuration, the free-flyer root's `(0, range(6))`
+        (`grid_rbd._step_hessian` groups); other non-vector joints are refused (the
+        handles' chart, `HandleChart`, has a free-flyer root only)."""
+        from grid_rbd._framework import tangent_chart  # (it imports this module)
+        chart = tangent_chart(self.nq, self.nv, self._meta_dict())
+        if chart == "vector":
+            return []
+        if chart == "free_flyer":
+            return [(0, range(6))]
+        raise ValueError(f"{method} is provided for a vector configuration and a "
+                         f"free-flyer root; this robot has ball, planar or inner "
+                         f"free-flyer joints (nq {self.nq}, nv {self.nv}): the float64 "
+                         "reference (grid_rbd.reference) has them")
 
     def integrator(self, x: Any, u: Any, dt: float, steps: int = 1,
                    integrator_type: str = "euler", *, gravity: float = -9.81) -> Any:

@@ -59,11 +59,18 @@ class PlantMixin:
 
     def plant_step_hessian(self, x, u, dt: float, integrator_type: str = "euler",
                            gravity: float = GRAVITY) -> np.ndarray:
-        """`(B, 2nv, 3nv, 3nv)`: `d2 x' / d(x, u)^2` (euler and semi-implicit euler on a
-        fixed base)."""
+        """`(B, 2nv, 3nv, 3nv)`: `H[b, r, i, k] = d/dz_k (dx'_r/dz_i)` over `z = [dq, dqd,
+        du]` (euler and semi-implicit euler, fixed or floating base; on a Lie-group joint
+        the outer derivative is taken of the tangent gradient at the perturbed point, so
+        central differences of `plant_step_gradient` along the group give it)."""
         u = _batched(u, self.model.nv, "u")
+
+        def dynamics(q, qd, uu, jacobian):
+            return (self.forward_dynamics(q, qd, uu, gravity=gravity),
+                    self.forward_dynamics_gradient(q, qd, uu, gravity=gravity), self.minv(q))
         return plant.step_hessian(self.model, x, u, dt, integrator_type,
-                                  lambda q, v, uu: self.fdsva_so(q, v, uu, gravity=gravity))
+                                  lambda q, v, uu: self.fdsva_so(q, v, uu, gravity=gravity),
+                                  dynamics)
 
     # -- costs ---------------------------------------------------------------------------
     def quadratic_state_cost(self, x, x_des, Q):
