@@ -72,3 +72,35 @@ def iiwa14_with_cylinders() -> str:
                 f'{geometry}</geometry></collision></link>')
 
     return re.sub(r'<link name="([^"]+)">(.*?)</link>', add, text, flags=re.S)
+
+
+CAPSULE_ARM = (("l1", "0.04", "0.3"), ("l2", "0.035", "0.25"), ("l3", "0.03", "0.25"),
+               ("l4", "0.03", "0.2"))
+"""(link, radius, length) of capsule_arm_urdf's capsules, each centred on its link's z."""
+
+
+def capsule_arm_urdf(capsule: bool = True) -> str:
+    """A 4-dof arm of capsules on a base sphere, a tool sphere welded to the last link:
+    every primitive is exact under collision_native. `capsule=False` writes cylinders
+    of the same sizes (for Pinocchio's URDF reader, which has no capsules; the tests then
+    give coal the capsules)."""
+    tag = "capsule" if capsule else "cylinder"
+
+    def collision(z: str, geometry: str) -> str:
+        return (f'<collision><origin xyz="0 0 {z}"/><geometry>{geometry}</geometry>'
+                '</collision>')
+
+    links = ['<link name="base">' + collision("0", '<sphere radius="0.08"/>') + '</link>']
+    for name, radius, length in CAPSULE_ARM:
+        links.append(f'<link name="{name}">{INERTIAL}'
+                     + collision(f"{float(length) / 2:g}",
+                                 f'<{tag} radius="{radius}" length="{length}"/>') + '</link>')
+    links.append('<link name="tool">' + collision("0.03", '<sphere radius="0.04"/>')
+                 + '</link>')
+    joints = [_joint("j1", "base", "l1", "0 0 0.1", "0 0 1"),
+              _joint("j2", "l1", "l2", "0 0 0.3", "0 1 0"),
+              _joint("j3", "l2", "l3", "0 0 0.25", "0 1 0"),
+              _joint("j4", "l3", "l4", "0 0 0.25", "1 0 0"),
+              '<joint name="tool_joint" type="fixed"><parent link="l4"/><child link="tool"/>'
+              '<origin xyz="0 0 0.2"/></joint>']
+    return "\n".join(['<robot name="capsule_arm">', *links, *joints, "</robot>"])

@@ -150,6 +150,36 @@ def test_iiwa14_kernels_match_the_reference(iiwa):
     _check_handle(iiwa, iiwa14_with_cylinders())
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_loop_form_matches_the_reference(tmp_path, monkeypatch, dtype):
+    """The loop forms (grid/collision.h, taken above UNROLL_MAX_PAIRS primitive pairs and
+    UNROLL_MAX_JACOBIAN Jacobian entries, as on g1) forced on the arm: the same numbers
+    as the reference, on SIMD vectors of items (37 items: a partial last vector)."""
+    from grid_codegen.collision import emit
+
+    monkeypatch.setattr(emit, "UNROLL_MAX_PAIRS", 0)
+    monkeypatch.setattr(emit, "UNROLL_MAX_JACOBIAN", 0)
+    h = grid_rbd.register_robot("loops", urdf_string=arm_urdf(), collision=True,
+                                device="cpu", dtype=dtype, algorithm_list=["collision"],
+                                cache_dir=str(tmp_path), collision_res=RES)
+    header = (h._registration.entry_dir / "grid.cuh").read_text()
+    for name in emit.LOOP_FORMS:
+        assert f"{name}_loops" in header
+    if dtype == "float64":
+        _check_handle(h, arm_urdf())
+        return
+    model = parse_urdf(arm_urdf().encode())
+    spheres = h._meta["collision"]
+    q = _states(3, 37, seed=5)  # not a multiple of the SIMD width
+    np.testing.assert_allclose(h.self_collision_distance(q.astype(np.float32)),
+                               ref.self_collision_distance(model, spheres, q), atol=2e-5)
+    np.testing.assert_allclose(h.self_collision_distance_gradient(q.astype(np.float32)),
+                               ref.self_collision_distance_gradient(model, spheres, q),
+                               atol=2e-4)
+    np.testing.assert_allclose(h.sphere_positions_gradient(q.astype(np.float32)),
+                               ref.sphere_positions_gradient(model, spheres, q), atol=2e-5)
+
+
 def test_world_distance_and_cost(arm):
     model = parse_urdf(arm_urdf().encode())
     spheres = arm._meta["collision"]
@@ -221,8 +251,8 @@ def test_bad_inputs_are_refused(tmp_path, store):
     with pytest.raises(ValueError, match="need collision=True"):
         grid_rbd.register_robot("x", urdf_string=urdf, collision_res=0.1, device="cpu",
                                 cache_dir=store)
-    with pytest.raises(NotImplementedError, match="collision_native"):
-        _register(urdf, store, collision_native=True)
+    with pytest.raises(ValueError, match="collision_native must be"):
+        _register(urdf, store, collision_native="boxes")
     with pytest.raises(Exception, match="spheres only"):
         _register(urdf, store, spherized_urdf=urdf)
     root = tmp_path / "root"
@@ -283,3 +313,18 @@ def test_frameworks_differentiate_the_distances(arm, framework):
                np.asarray(jax.grad(lambda x: view.world_collision_distance(x, c, r).sum())(q))]
     np.testing.assert_allclose(got[0], want_self, atol=1e-12)
     np.testing.assert_allclose(got[1], want_world, atol=1e-12)
+
+
+def test_builds_without_collision_carry_none_of_it():
+    """grid/collision.h and the tables are inlined only into collision builds: the text
+    of every other registration (and so its content key) does not change with them."""
+    from support import REPO
+
+    from grid_codegen.generate import generate
+    from grid_codegen.options import CodegenOptions
+
+    model = parse_urdf((REPO / "robots/iiwa14/iiwa14.urdf").read_bytes())
+    for device_api in (False, True):
+        text = generate(model, CodegenOptions(algorithms=("crba",)),
+                        device_api=device_api)["grid.cuh"]
+        assert "collision" not in text.lower()

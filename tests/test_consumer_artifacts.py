@@ -320,7 +320,8 @@ int probe_id(const double* q, const double* qd, const double* qdd, double* out) 
 def test_codegen_keywords_reach_the_device_api(tmp_path):
     """use_joint_dynamics / friction_model / friction_width bake the joint dynamics into
     the consumer's item functions (against the reference with the same terms); the run-
-    time tables, collision, a bad cuda_arch and an unknown cost frame are refused."""
+    time tables, a bad cuda_arch and an unknown cost frame are refused (collision is
+    accepted: tests/test_consumer_collision.py)."""
     import ctypes
 
     from test_joint_dynamics import DAMPING, FRICTION, iiwa_urdf, model_of, reference
@@ -349,7 +350,6 @@ def test_codegen_keywords_reach_the_device_api(tmp_path):
     common = {"sources": [src], "cache_dir": tmp_path / "cache", "backend": "cpu"}
     for bad, match in (({"runtime_transform": True}, "no run-time tables"),
                        ({"runtime_joint_dynamics": True}, "no run-time tables"),
-                       ({"collision": True}, "no collision functions"),
                        ({"cuda_arch": "sm_9x"}, "not an architecture"),
                        ({"cuda_arch": 90}, "applies to a CUDA build"),
                        ({"cost_frames": ["no_such_frame"]}, "cost_frames entry")):

@@ -104,9 +104,17 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
             tuple(dispatch.gpu_dispatch(model_variants, options.max_batch_size)),
             tuple(dispatch.cpu_dispatch(model_variants))))
 
+    if device_api and collision is not None:  # the world distances' kinematics item
+        from grid_codegen.collision.emit import build_kinematics_item
+
+        build_kinematics_item(library, model, thread_items)
     w = Writer()
     emit_prelude(w, model.name)
     w.line()
+    if collision is not None:  # grid/collision.h and the robot's collision tables
+        from grid_codegen.collision.emit import emit_tables
+
+        emit_tables(w, model, collision)
     with w.namespace("grid"):
         w.line()
         _emit_robot_constants(w, model, options, dims)
@@ -122,7 +130,8 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
         from grid_codegen.emit.device_api import emit_device_api
 
         built = [(b.algorithm.name, tuple(v.strategy for v in b.variants)) for b in builds]
-        emit_device_api(w, model, options, dims, ee_frames, built, tuple(contact_frames))
+        emit_device_api(w, model, options, dims, ee_frames, built, tuple(contact_frames),
+                        collision)
     files = {"grid.cuh": w.text(), "wrapper.cu": emit_wrapper(model, options, dims, builds,
                                                               units, jd)}
     if units:

@@ -8,7 +8,9 @@ through the kernels' analytic backward.
 Obstacles are spheres given per call: `centers (M, 3)` and `radii (M,)` shared by the
 batch (the common planner case), or `(B, M, 3)` and `(B, M)` per item.
 `world_collision_distance` gives, per obstacle, the signed distance to the closest robot
-sphere `(B, M)`; its gradient is that of the active robot sphere.
+primitive `(B, M)` (its spheres, and with `collision_native` its capsules, whose segment
+ends are the positions of their two end spheres); its gradient is that of the active
+primitive.
 """
 
 from __future__ import annotations
@@ -31,11 +33,22 @@ class Sphere(NamedTuple):
     radius: float
 
 
+class Capsule(NamedTuple):
+    """One capsule primitive (collision_native): its link, segment ends in the link frame
+    (m), radius (m) and the indices of its two end spheres in `collision_spheres`."""
+
+    link: str
+    a: tuple[float, float, float]
+    b: tuple[float, float, float]
+    radius: float
+    ends: tuple[int, int]
+
+
 def collision_request(collision: bool, res: Any, native: bool, spherized: Any,
                       allowed: Any, mesh_roots: Any, urdf_path: Any, mimic: bool) -> Any:
     """The `grid_codegen.collision.CollisionRequest` of register_robot's collision
     arguments (None without collision=True); ValueError for bad ones."""
-    given = {"collision_res": res is not None, "collision_native": bool(native),
+    given = {"collision_res": res is not None, "collision_native": native not in (False, None),
              "spherized_urdf": spherized is not None,
              "allowed_collision_pairs": allowed is not None,
              "mesh_roots": mesh_roots is not None}
@@ -44,11 +57,9 @@ def collision_request(collision: bool, res: Any, native: bool, spherized: Any,
         if named:
             raise ValueError(f"{', '.join(named)} need collision=True")
         return None
-    if native:
-        raise NotImplementedError(
-            "collision_native=True (exact distances of box, cylinder and capsule "
-            "primitives in the kernels) is not implemented yet; sphere primitives are "
-            "already exact, other primitives are covered by spheres (collision_res)")
+    if native and spherized is not None:
+        raise ValueError("collision_native applies to the URDF's own geometry; a "
+                         "spherized_urdf holds spheres, which are exact already")
     if mimic:
         raise ValueError("collision=True with mimic=True is not supported yet")
     if spherized is not None and res is not None:
@@ -76,7 +87,7 @@ def collision_request(collision: bool, res: Any, native: bool, spherized: Any,
             if not path.is_file():
                 raise FileNotFoundError(f"no spherized URDF at {spherized}")
             spherized_bytes = path.read_bytes()
-    return CollisionRequest.make(res, spherized_bytes, allowed, roots)
+    return CollisionRequest.make(res, spherized_bytes, allowed, roots, native)
 
 
 def _softplus(ops: ArrayOps, x: Any) -> Any:
@@ -102,6 +113,15 @@ class CollisionMethods:
                      for s in self._collision_meta()["spheres"])
 
     @property
+    def collision_capsules(self) -> tuple[Capsule, ...]:
+        """The capsule primitives (collision_native; empty otherwise): link, segment ends
+        in the link frame, radius, and the indices of its end spheres in
+        `collision_spheres` (whose `sphere_positions` are the segment's world ends)."""
+        return tuple(Capsule(c["link"], tuple(c["a"]), tuple(c["b"]), float(c["radius"]),
+                             (int(c["ends"][0]), int(c["ends"][1])))
+                     for c in self._collision_meta().get("capsules", ()))
+
+    @property
     def collision_pairs(self) -> tuple[tuple[str, str], ...]:
         """The link pairs `self_collision_distance` checks, in its order."""
         return tuple((a, b) for a, b in self._collision_meta()["pairs"])
@@ -121,34 +141,58 @@ class CollisionMethods:
         return centers, radii
 
     def _world_active(self, q: Any, centers: Any, radii: Any) -> tuple:
+        """Per obstacle the active robot primitive: `(ops, p, c, onehot (B, M, K), t
+        (B, C, M), points (B, K, M, 3), distance (B, M))`, K = own spheres + capsules."""
         ops = ArrayOps(q)
         m = ops.m
+        meta = self._collision_meta()
+        own = [k for k, s in enumerate(meta["spheres"]) if s.get("capsule", -1) < 0]
+        caps = meta.get("capsules", ())
         p = self.sphere_positions(q)  # (B, S, 3)
-        r = ops.const(np.asarray([s.radius for s in self.collision_spheres]))
         c, rc = self._obstacles(ops, centers, radii)
-        diff = p[:, :, None, :] - c[:, None, :, :]  # (B, S, M, 3)
-        dist = m.sqrt((diff * diff).sum(-1)) - r[None, :, None] - rc[:, None, :]
-        pick = m.argmin(dist, 1)  # (B, M): the active robot sphere per obstacle
-        onehot = ops.eye(p.shape[1])[pick]  # (B, M, S)
-        return ops, p, c, onehot, m.einsum("bms,bsm->bm", onehot, dist)
+        radius = [meta["spheres"][k]["radius"] for k in own] + [x["radius"] for x in caps]
+        points = p[:, own][:, :, None, :] + 0 * c[:, None, :, :]  # (B, S_own, M, 3)
+        t = None
+        if caps:
+            a = p[:, [x["ends"][0] for x in caps]][:, :, None, :]  # (B, C, 1, 3)
+            d = p[:, [x["ends"][1] for x in caps]][:, :, None, :] - a
+            dd = (d * d).sum(-1)
+            t = ((c[:, None] - a) * d).sum(-1) / ops.where(dd > 0, dd, 1 + 0 * dd)
+            t = ops.where(t < 0, 0 * t, ops.where(t > 1, 1 + 0 * t, t))  # (B, C, M)
+            points = ops.cat([points, a + t[..., None] * d], 1)
+        diff = points - c[:, None]
+        dist = m.sqrt((diff * diff).sum(-1)) - ops.const(np.asarray(radius))[None, :, None] \
+            - rc[:, None, :]
+        onehot = ops.eye(len(radius))[m.argmin(dist, 1)]  # (B, M, K): the first on ties
+        return ops, p, c, onehot, t, points, m.einsum("bmk,bkm->bm", onehot, dist)
 
     def world_collision_distance(self, q: Any, centers: Any, radii: Any) -> Any:
         """`(B, M)`: per obstacle sphere (`centers (M, 3)`, `radii (M,)` shared by the
-        batch, or `(B, M, 3)`, `(B, M)`), the signed distance to the closest robot sphere
-        (negative: penetration)."""
+        batch, or `(B, M, 3)`, `(B, M)`), the signed distance to the closest robot
+        primitive (negative: penetration)."""
         return self._world_active(self._batched(q), centers, radii)[-1]
 
     def world_collision_distance_gradient(self, q: Any, centers: Any, radii: Any) -> Any:
         """`(B, M, nv)`: the tangent gradient of `world_collision_distance` (that of the
-        active robot sphere: `n . J_s`, `n` the unit vector from obstacle to sphere)."""
+        active primitive: `n . J(x)`, `n` the unit vector from the obstacle to its closest
+        point `x`, `J(x) = (1 - t) J_a + t J_b` on a capsule's segment)."""
         q = self._batched(q)
-        ops, p, c, onehot, _ = self._world_active(q, centers, radii)
+        ops, p, c, onehot, t, points, _ = self._world_active(q, centers, radii)
         m = ops.m
+        meta = self._collision_meta()
+        own = [k for k, s in enumerate(meta["spheres"]) if s.get("capsule", -1) < 0]
         J = self.sphere_positions_gradient(q)  # (B, S, 3, nv)
-        ps = m.einsum("bms,bsk->bmk", onehot, p)
-        n = ps - c
+        x = m.einsum("bmk,bkmi->bmi", onehot, points)
+        n = x - c
         n = n / m.sqrt((n * n).sum(-1) + 1e-24)[..., None]
-        Js = m.einsum("bms,bskj->bmkj", onehot, J)
+        Js = m.einsum("bmk,bkij->bmij", onehot[:, :, :len(own)], J[:, own])
+        if t is not None:
+            caps = meta["capsules"]
+            pick = onehot[:, :, len(own):]  # (B, M, C)
+            tm = m.einsum("bcm->bmc", t)
+            Js = Js + m.einsum("bmc,bcij->bmij", pick * (1 - tm),
+                               J[:, [x["ends"][0] for x in caps]]) \
+                + m.einsum("bmc,bcij->bmij", pick * tm, J[:, [x["ends"][1] for x in caps]])
         return m.einsum("bmk,bmkj->bmj", n, Js)
 
     def _batched(self, q: Any) -> Any:
@@ -183,4 +227,4 @@ class CollisionMethods:
         return self._configuration_tracking(r, Jr, weight)
 
 
-__all__: Sequence[str] = ("CollisionMethods", "Sphere", "collision_request")
+__all__: Sequence[str] = ("Capsule", "CollisionMethods", "Sphere", "collision_request")

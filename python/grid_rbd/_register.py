@@ -73,7 +73,7 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
                    runtime_joint_dynamics: bool = False,
                    runtime_transform: bool = False,
                    collision: bool = False, collision_res: Any = None,
-                   collision_native: bool = False, spherized_urdf: Any = None,
+                   collision_native: bool | str = False, spherized_urdf: Any = None,
                    allowed_collision_pairs: Sequence[Sequence[str]] | None = None,
                    mesh_roots: Sequence[str | os.PathLike] | None = None) -> Any:
     """Compile (or find in the store) the artifact of a robot and return its handle.
@@ -155,8 +155,10 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
         parent; package:// and relative paths never leave them). The handle gains
         `collision_spheres`, `collision_pairs`, `sphere_positions`,
         `self_collision_distance`, `world_collision_distance`, `collision_cost` and
-        their gradients. Keyed only when set. `collision_native=True` (exact primitive
-        distances) is not implemented yet and is refused.
+        their gradients. Keyed only when set. `collision_native=True` keeps `<capsule>`s
+        as exact capsule primitives (segment and radius; `collision_capsules`);
+        `collision_native="capsules+cylinders"` also bounds each cylinder by its capsule
+        (conservative, not exact); spheres are exact either way.
 
     A cold build reports its phases (parse, generate, compile, publish; autotune on a GPU
     build with strategy "auto") on stderr; a warm

@@ -305,16 +305,13 @@ def _compile(store: _ConsumerStore, staging: Path, sources: list[Path], headers:
 
 
 def _refuse_unsupported(runtime_transform: bool, runtime_joint_dynamics: bool,
-                        collision: bool, enable_mujoco_kernels: bool | None) -> None:
+                        enable_mujoco_kernels: bool | None) -> None:
     """The codegen keywords of register_robot that a consumer build cannot honour."""
     if runtime_transform or runtime_joint_dynamics:
         which = "runtime_transform" if runtime_transform else "runtime_joint_dynamics"
         raise ValueError(f"{which}=True: the device API passes no run-time tables to a "
                          "consumer's kernels; bake the values (use_joint_dynamics=True reads "
                          "the URDF's damping and friction) or call the robot's own kernels")
-    if collision:
-        raise ValueError("collision=True: the device API has no collision functions yet; "
-                         "register_robot(collision=True) offers them on the handles")
     if enable_mujoco_kernels is not None and not isinstance(enable_mujoco_kernels, bool):
         raise ValueError(f"enable_mujoco_kernels must be True, False or None; got "
                          f"{enable_mujoco_kernels!r}")
@@ -331,7 +328,9 @@ def _with_arch(toolchain: Any, cuda_arch: int | str | None) -> Any:
 
 
 def _generate(urdf_bytes: bytes, source: str, floating_base: bool, options: Any,
-              contact_frames: list[str], cost_frames: Sequence[str] = ()) -> str:
+              contact_frames: list[str], cost_frames: Sequence[str] = (),
+              collision: Any = None) -> tuple[str, dict[str, Any] | None]:
+    """(grid.cuh with the device API, the sphere model as a dict or None)."""
     from grid_codegen import parse_urdf
     from grid_codegen.generate import generate
     from grid_rbd._build import _moving_frames
@@ -343,8 +342,14 @@ def _generate(urdf_bytes: bytes, source: str, floating_base: bool, options: Any,
             model.resolve_frame(frame)
         except KeyError as exc:
             raise ValueError(f"cost_frames entry {frame!r}: {exc.args[0]}") from None
-    return generate(model, options, device_api=True,
-                    contact_frames=tuple(contact_frames))["grid.cuh"]
+    spheres = None
+    if collision is not None:
+        from grid_codegen.collision import build_sphere_model
+
+        spheres = build_sphere_model(model, collision, urdf_bytes, source)
+    header = generate(model, options, device_api=True, contact_frames=tuple(contact_frames),
+                      collision=spheres)["grid.cuh"]
+    return header, (spheres.to_dict() if spheres is not None else None)
 
 
 def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
@@ -367,7 +372,11 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
                    friction_width: float | Sequence[float] | None = None,
                    emit_plant: bool = False, enable_mujoco_kernels: bool | None = None,
                    runtime_transform: bool = False, runtime_joint_dynamics: bool = False,
-                   collision: bool = False, cuda_arch: int | str | None = None,
+                   collision: bool = False, collision_res: Any = None,
+                   collision_native: bool | str = False, spherized_urdf: Any = None,
+                   allowed_collision_pairs: Sequence[Sequence[str]] | None = None,
+                   mesh_roots: Sequence[str | os.PathLike] | None = None,
+                   cuda_arch: int | str | None = None,
                    timeout: float | None = None) -> ConsumerArtifact | dict[str, Any]:
     """Build (or find) the consumer's artifact `name` for one robot; returns where it is.
 
@@ -386,9 +395,13 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
     `friction_width` bake the joint dynamics into the item functions; `emit_plant` adds
     the plant profile's fused step gradients; `cost_frames` are checked and keyed (a
     handle-side notion: nothing in the header changes); `enable_mujoco_kernels` changes
-    no build (as on `register_robot`). The run-time tables (`runtime_transform`,
-    `runtime_joint_dynamics`) and `collision` are refused: the device API passes no
-    tables and has no collision functions yet. cuda_arch: the architecture to compile
+    no build (as on `register_robot`). `collision` (with `collision_res`,
+    `collision_native`, `spherized_urdf`, `allowed_collision_pairs`, `mesh_roots`, as on
+    `register_robot`, keyed by content: the spherized URDF and mesh files by SHA-256)
+    adds the collision profile and, in `grid::device`, the collision tables and the world
+    distances to caller-given obstacle spheres (docs/consumer.md); meta.json records the
+    spheres. The run-time tables (`runtime_transform`, `runtime_joint_dynamics`) are
+    refused: the device API passes no tables. cuda_arch: the architecture to compile
     for (e.g. 90 or "sm_90"; default GRID_RBD_CUDA_ARCH or the detected GPU).
     plan_only: report the keys and whether the artifact is there, compiling nothing.
     timeout: seconds per compiler run.
@@ -427,11 +440,16 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
         problem = name_problem(frame)
         if problem:
             raise ValueError(f"frame name {frame!r}: {problem}")
-    _refuse_unsupported(runtime_transform, runtime_joint_dynamics, collision,
-                        enable_mujoco_kernels)
+    _refuse_unsupported(runtime_transform, runtime_joint_dynamics, enable_mujoco_kernels)
+    from grid_rbd._collision import collision_request
+
+    coll = collision_request(bool(collision), collision_res, collision_native,
+                             spherized_urdf, allowed_collision_pairs, mesh_roots, urdf, False)
     algorithms = tuple(algorithm_list) if algorithm_list is not None else DEFAULT_ALGORITHMS
     if emit_plant:
         algorithms = (*algorithms, "plant")
+    if coll is not None:
+        algorithms = (*algorithms, "collision")
     options = CodegenOptions(
         dtype=dtype, max_batch_size=max_batch_size, algorithms=algorithms,
         ee_joint_names=tuple(ee_joint_names or ()), runtime_inertia=bool(runtime_inertia),
@@ -446,6 +464,7 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
         "schema": ARTIFACT_SCHEMA, "urdf_sha256": sha256_bytes(urdf_bytes),
         "codegen": options.to_dict(), "floating_base": bool(floating_base),
         "contact_frames": contacts, **({"cost_frames": costs} if costs else {}),
+        **({"collision": coll.key(urdf_bytes, str(urdf))} if coll is not None else {}),
         "sources": _digests(srcs), "headers": _digests(hdrs),
         "include_dirs": [str(d) for d in incs], "defines": defs, "extra_flags": xflags,
         "link_flags": lflags, "artifact_name": artifact_name, "identity": ident,
@@ -481,8 +500,8 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
             if entry is not None:
                 return done(entry)
         with store.staging_dir() as staging:
-            header = _generate(urdf_bytes, str(urdf), bool(floating_base), options,
-                               contacts, costs)
+            header, spheres = _generate(urdf_bytes, str(urdf), bool(floating_base),
+                                        options, contacts, costs, coll)
             atomic_write(staging / "grid.cuh", header)
             compile_cmd, link_cmd = _commands(toolchain, staging, incs, defs, xflags, lflags)
             ckey = sha256_bytes(canonical_json({
@@ -510,6 +529,7 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
                                             "contact_frames", "sources", "headers",
                                             "include_dirs", "defines", "extra_flags",
                                             "link_flags")},
+                **({"collision": spheres} if spheres is not None else {}),
                 "units": units, "build_seconds": round(time.monotonic() - start, 3),
                 "built_from": {"input_key": ikey, "content_key": ckey},
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -37,7 +37,9 @@ from grid_codegen.collision.geometry import Shape, surface_points, to_link_frame
 QUANTUM = 1e-7
 
 
-def _round(center: np.ndarray, radius: float) -> tuple[tuple[float, float, float], float]:
+def round_sphere(center: np.ndarray, radius: float) -> tuple[tuple[float, float, float], float]:
+    """The centre rounded to QUANTUM and the radius grown by that shift, rounded up: the
+    rounded sphere holds the original (module doc)."""
     center = np.asarray(center, dtype=np.float64)
     c = np.array([round(float(x), 7) for x in center])
     r = radius + float(np.linalg.norm(c - center))
@@ -109,4 +111,4 @@ def fit_shape(shape: Shape, res: float, roots: tuple[Path, ...]
         if raw is None:
             h = res / 4
             raw = cluster(surface_points(shape, h, roots), res, h)
-    return [_round(c, r) for c, r in raw]
+    return [round_sphere(c, r) for c, r in raw]

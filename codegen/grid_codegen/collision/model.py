@@ -13,9 +13,21 @@ spheres (`fit`) and filters the pairs:
 * pairs named in `allowed_collision_pairs` are excluded (any order; unknown links
   refused).
 
+`collision_native` (`NATIVE_MODES`) keeps the primitives the kernels treat exactly as
+themselves: a `<sphere>` is always one sphere; with "capsules" (`collision_native=True`)
+a `<capsule>` becomes a capsule primitive (segment and radius, distances by exact
+closest points, `primitives`); with "capsules+cylinders" a `<cylinder>` too becomes the
+capsule of the same axis, length and radius, which holds it (a conservative bound, not
+its exact distance: it overshoots by up to the radius past each cap). Everything else
+is covered by spheres. Each capsule also contributes its two end spheres (centre an end
+of the segment, its radius) to the sphere list: they lie inside the capsule, so they
+never lower a distance, and they carry the segment's world positions and Jacobians
+through `sphere_positions[_gradient]` (the handles' world distances use them).
+
 Links without collision geometry get no spheres; links welded to the world keep theirs
 (their positions are constants). Spheres are ordered by link (the URDF's order of
-links), then by shape and fit order; pairs by the first link's sphere order.
+links), then the fitted spheres in shape and fit order, then the end spheres of the
+link's capsules (capsule order); pairs by the first link's sphere order.
 """
 
 from __future__ import annotations
@@ -28,11 +40,20 @@ from pathlib import Path
 
 import numpy as np
 
-from grid_codegen.collision.fit import fit_shape
-from grid_codegen.collision.geometry import read_shapes, read_spherized, resolve_mesh
+from grid_codegen.collision.fit import fit_shape, round_sphere
+from grid_codegen.collision.geometry import (
+    Shape,
+    read_shapes,
+    read_spherized,
+    resolve_mesh,
+    to_link_frame,
+)
+from grid_codegen.collision.primitives import segment_point, segment_segment
 from grid_codegen.model import JointType, RobotModel
 
 DEFAULT_RES = 0.05
+NATIVE_MODES = {"capsules": ("capsule",), "capsules+cylinders": ("capsule", "cylinder")}
+"""collision_native modes -> the URDF shapes kept as capsule primitives (module doc)."""
 
 
 @dataclass(frozen=True)
@@ -42,34 +63,80 @@ class CollisionSphere:
     center: tuple[float, float, float]  # in the link frame
     radius: float
     body_center: tuple[float, float, float]  # in the body frame (what kernels use)
+    capsule: int = -1  # the capsule this sphere ends (-1: a sphere of its own)
+
+
+@dataclass(frozen=True)
+class CollisionCapsule:
+    """A capsule primitive: the points within `radius` of the segment `[a, b]`."""
+
+    link: str
+    body: int  # -1: welded to the world
+    a: tuple[float, float, float]  # segment ends in the link frame
+    b: tuple[float, float, float]
+    radius: float
+    ends: tuple[int, int]  # its end spheres (indices into SphereModel.spheres)
+
+
+def _floats(v) -> tuple[float, ...]:
+    return tuple(float(x) for x in v)
 
 
 @dataclass(frozen=True)
 class SphereModel:
     spheres: tuple[CollisionSphere, ...]
     pairs: tuple[tuple[str, str], ...]
+    capsules: tuple[CollisionCapsule, ...] = ()
 
     @property
     def links(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(s.link for s in self.spheres))
 
     def of_link(self, link: str) -> list[int]:
+        """Every sphere of `link` (end spheres of its capsules included)."""
         return [k for k, s in enumerate(self.spheres) if s.link == link]
 
+    def plain_of_link(self, link: str) -> list[int]:
+        """The spheres of `link` that are primitives of their own (not capsule ends)."""
+        return [k for k, s in enumerate(self.spheres) if s.link == link and s.capsule < 0]
+
+    def capsules_of_link(self, link: str) -> list[int]:
+        return [k for k, c in enumerate(self.capsules) if c.link == link]
+
+    def sphere_pair_count(self) -> int:
+        """Primitive pairs the checked link pairs hold (what the kernels evaluate)."""
+        return sum((len(self.plain_of_link(a)) + len(self.capsules_of_link(a)))
+                   * (len(self.plain_of_link(b)) + len(self.capsules_of_link(b)))
+                   for a, b in self.pairs)
+
     def to_dict(self) -> dict:
-        return {"spheres": [{"link": s.link, "body": s.body, "center": list(s.center),
-                             "radius": s.radius, "body_center": list(s.body_center)}
-                            for s in self.spheres],
-                "pairs": [list(p) for p in self.pairs]}
+        def sphere(s: CollisionSphere) -> dict:
+            out = {"link": s.link, "body": s.body, "center": list(s.center),
+                   "radius": s.radius, "body_center": list(s.body_center)}
+            if s.capsule >= 0:
+                out["capsule"] = s.capsule
+            return out
+
+        out = {"spheres": [sphere(s) for s in self.spheres],
+               "pairs": [list(p) for p in self.pairs]}
+        if self.capsules:
+            out["capsules"] = [{"link": c.link, "body": c.body, "a": list(c.a),
+                                "b": list(c.b), "radius": c.radius, "ends": list(c.ends)}
+                               for c in self.capsules]
+        return out
 
     @staticmethod
     def from_dict(d: Mapping) -> SphereModel:
         return SphereModel(
-            tuple(CollisionSphere(str(s["link"]), int(s["body"]),
-                                  tuple(float(x) for x in s["center"]), float(s["radius"]),
-                                  tuple(float(x) for x in s["body_center"]))
+            tuple(CollisionSphere(str(s["link"]), int(s["body"]), _floats(s["center"]),
+                                  float(s["radius"]), _floats(s["body_center"]),
+                                  int(s.get("capsule", -1)))
                   for s in d["spheres"]),
-            tuple((str(a), str(b)) for a, b in d["pairs"]))
+            tuple((str(a), str(b)) for a, b in d["pairs"]),
+            tuple(CollisionCapsule(str(c["link"]), int(c["body"]), _floats(c["a"]),
+                                   _floats(c["b"]), float(c["radius"]),
+                                   (int(c["ends"][0]), int(c["ends"][1])))
+                  for c in d.get("capsules", ())))
 
 
 def _sha(data: bytes) -> str:
@@ -84,10 +151,20 @@ class CollisionRequest:
     spherized: bytes | None = None
     allowed: tuple[tuple[str, str], ...] = ()
     roots: tuple[Path, ...] = field(default=(), compare=False)
+    native: str = ""  # "" or a key of NATIVE_MODES
 
     @staticmethod
     def make(res: object = None, spherized: bytes | None = None,
-             allowed: Sequence | None = None, roots: Sequence = ()) -> CollisionRequest:
+             allowed: Sequence | None = None, roots: Sequence = (),
+             native: object = False) -> CollisionRequest:
+        """native: False, True ("capsules") or a NATIVE_MODES key."""
+        if native is True:
+            native = "capsules"
+        elif native is False or native is None:
+            native = ""
+        elif native not in NATIVE_MODES:
+            raise ValueError(f"collision_native must be True, False or one of "
+                             f"{', '.join(map(repr, NATIVE_MODES))}; got {native!r}")
         if res is None:
             res = DEFAULT_RES
         if isinstance(res, Mapping):
@@ -107,7 +184,7 @@ class CollisionRequest:
             a, b = (str(x) for x in pair)
             pairs.append((a, b) if a <= b else (b, a))
         return CollisionRequest(res, spherized, tuple(sorted(set(pairs))),
-                                tuple(Path(r) for r in roots))
+                                tuple(Path(r) for r in roots), str(native))
 
     def res_of(self, link: str) -> float:
         if isinstance(self.res, tuple):
@@ -117,6 +194,8 @@ class CollisionRequest:
     def key(self, urdf_bytes: bytes, source: str) -> dict:
         """The store-key part of this request (module doc)."""
         out: dict = {"version": 1, "allowed": [list(p) for p in self.allowed]}
+        if self.native:  # keyed only when set: other keys unchanged
+            out["native"] = self.native
         if self.spherized is not None:
             out["spherized_sha256"] = _sha(self.spherized)
             return out
@@ -167,9 +246,21 @@ def _link_frames(model: RobotModel) -> dict:
     return {f.name: f for f in model.frames if f.kind == "link"}
 
 
-def _raw_spheres(model: RobotModel, request: CollisionRequest, urdf_bytes: bytes,
-                 source: str) -> list[tuple[str, tuple, float]]:
+def _capsule_ends(shape: Shape) -> tuple[tuple, tuple, float]:
+    """The segment ends (link frame) and radius of a capsule or cylinder shape, rounded
+    as the fitted spheres are (the radius grown by the ends' rounding)."""
+    radius, length = shape.params
+    ends = to_link_frame(shape, np.array([[0.0, 0.0, -length / 2], [0.0, 0.0, length / 2]]))
+    (a, ra), (b, rb) = round_sphere(ends[0], radius), round_sphere(ends[1], radius)
+    return a, b, max(ra, rb)
+
+
+def _raw_primitives(model: RobotModel, request: CollisionRequest, urdf_bytes: bytes,
+                    source: str) -> tuple[list[tuple[str, tuple, float]], list[tuple]]:
+    """`(spheres, capsules)` in link order: `(link, centre, radius)` and `(link, a, b,
+    radius)`, link frame."""
     links = _link_frames(model)
+    capsules = []
     if request.spherized is not None:
         found = read_spherized(request.spherized, "spherized_urdf")
     else:
@@ -178,28 +269,50 @@ def _raw_spheres(model: RobotModel, request: CollisionRequest, urdf_bytes: bytes
             if unknown:
                 raise ValueError(f"collision_res names unknown links {unknown}; links are "
                                  f"{', '.join(links)}")
+        exact = NATIVE_MODES.get(request.native, ())
         found = []
         for shape in read_shapes(urdf_bytes, source):
+            if shape.kind in exact:
+                capsules.append((shape.link, *_capsule_ends(shape)))
+                continue
             found += [(shape.link, c, r) for c, r in
                       fit_shape(shape, request.res_of(shape.link), request.roots)]
-    unknown = sorted({link for link, _, _ in found if link not in links})
+    unknown = sorted({item[0] for item in found + capsules if item[0] not in links})
     if unknown:
         raise ValueError(f"spherized_urdf names links the robot does not have: {unknown}")
     order = {name: k for k, name in enumerate(links)}
-    return sorted(found, key=lambda s: order[s[0]])  # stable: fit order within a link
+    # stable sorts: fit order within a link
+    return (sorted(found, key=lambda s: order[s[0]]),
+            sorted(capsules, key=lambda c: order[c[0]]))
 
 
 def build_sphere_model(model: RobotModel, request: CollisionRequest, urdf_bytes: bytes,
                        source: str) -> SphereModel:
-    """The spheres and checked pairs of `model` (module doc)."""
+    """The spheres, capsules and checked pairs of `model` (module doc)."""
     links = _link_frames(model)
-    spheres = []
-    for link, c, r in _raw_spheres(model, request, urdf_bytes, source):
+
+    def in_body(link: str, c) -> tuple[float, float, float]:
         frame = links[link]
-        R, p = frame.placement.R, frame.placement.p
-        bc = np.asarray(R, dtype=np.float64) @ np.asarray(c) + np.asarray(p)
-        spheres.append(CollisionSphere(link, int(frame.body), tuple(float(x) for x in c),
-                                       float(r), tuple(float(x) for x in bc)))
+        x = np.asarray(frame.placement.R, dtype=np.float64) @ np.asarray(c) \
+            + np.asarray(frame.placement.p)
+        return tuple(float(v) for v in x)
+
+    raw_spheres, raw_capsules = _raw_primitives(model, request, urdf_bytes, source)
+    spheres: list[CollisionSphere] = []
+    capsules: list[CollisionCapsule] = []
+    holding = {item[0] for item in raw_spheres + raw_capsules}
+    for link in (name for name in links if name in holding):  # the URDF's link order
+        body = int(links[link].body)
+        for _, c, r in (s for s in raw_spheres if s[0] == link):
+            spheres.append(CollisionSphere(link, body, tuple(float(x) for x in c), float(r),
+                                           in_body(link, c)))
+        for _, a, b, r in (c for c in raw_capsules if c[0] == link):
+            k = len(capsules)
+            ends = (len(spheres), len(spheres) + 1)
+            for end in (a, b):
+                spheres.append(CollisionSphere(link, body, tuple(end), float(r),
+                                               in_body(link, end), k))
+            capsules.append(CollisionCapsule(link, body, tuple(a), tuple(b), float(r), ends))
     if not spheres:
         raise ValueError(f"{model.name} has no collision geometry (no <collision> "
                          "elements); give spherized_urdf= with spheres per link")
@@ -208,7 +321,7 @@ def build_sphere_model(model: RobotModel, request: CollisionRequest, urdf_bytes:
             if link not in links:
                 raise ValueError(f"allowed_collision_pairs names unknown link {link!r}; "
                                  f"links are {', '.join(links)}")
-    partial = SphereModel(tuple(spheres), ())
+    partial = SphereModel(tuple(spheres), (), tuple(capsules))
     poses = body_poses(model, neutral(model))
     allowed = set(request.allowed)
     pairs = []
@@ -224,7 +337,7 @@ def build_sphere_model(model: RobotModel, request: CollisionRequest, urdf_bytes:
             if pair_distance(partial, poses, a, b) <= 0.0:
                 continue
             pairs.append((a, b))
-    return SphereModel(tuple(spheres), tuple(pairs))
+    return SphereModel(tuple(spheres), tuple(pairs), tuple(capsules))
 
 
 def world_centers(model: SphereModel, poses: list) -> np.ndarray:
@@ -239,8 +352,27 @@ def world_centers(model: SphereModel, poses: list) -> np.ndarray:
 
 
 def pair_distance(model: SphereModel, poses: list, a: str, b: str) -> float:
+    """The signed distance of links `a` and `b` at the body `poses`: the smallest over
+    their primitives (spheres of their own and capsules)."""
     c = world_centers(model, poses)
-    r = np.asarray([s.radius for s in model.spheres])
-    ia, ib = model.of_link(a), model.of_link(b)
-    d = np.linalg.norm(c[ia][:, None] - c[ib][None], axis=2) - r[ia][:, None] - r[ib][None]
-    return float(d.min())
+
+    def primitives(link: str) -> list[tuple[np.ndarray, np.ndarray | None, float]]:
+        out = [(c[k], None, model.spheres[k].radius) for k in model.plain_of_link(link)]
+        for k in model.capsules_of_link(link):
+            cap = model.capsules[k]
+            out.append((c[cap.ends[0]], c[cap.ends[1]], cap.radius))
+        return out
+
+    best = np.inf
+    for a0, a1, ra in primitives(a):
+        for b0, b1, rb in primitives(b):
+            if a1 is None and b1 is None:
+                x, y = a0, b0
+            elif b1 is None:
+                x, y = segment_point(a0, a1, b0)[0], b0
+            elif a1 is None:
+                x, y = a0, segment_point(b0, b1, a0)[0]
+            else:
+                x, y = segment_segment(a0, a1, b0, b1)
+            best = min(best, float(np.linalg.norm(x - y)) - ra - rb)
+    return best

@@ -17,6 +17,10 @@ is what it was; consumer builds (`grid_rbd.consumer.build_artifact`, the Bazel m
   a form the build does not hold is absent and its `kHas<Name><Form>` is false;
 * contact frames, when the build has them: their names, bodies and placements, and
   (with `world_kinematics` built) `contact_positions` / `contact_jacobians` of one item;
+* the collision model, when the build has one (`collision=`): counts, link names, the
+  tables (`kCollision` on the host, `collision()` in device code) and the world
+  distances to caller-given obstacle spheres with their gradients (the per-algorithm
+  forms above cover sphere positions and self distances);
 * the host-side per-robot device state: `State<T>`, `state_bytes<T>()`,
   `create_state` (optionally in a caller-owned slab, refused when too small with nothing
   written), `check_state` and `free_state`.
@@ -144,39 +148,7 @@ def _emit_algorithm(w: Writer, name: str, dims: Dims, strategies: Sequence[str],
 def _emit_contacts(w: Writer, model: RobotModel, contacts: Sequence[str],
                    has_world_kinematics: bool) -> None:
     frames = [model.resolve_frame(n) for n in contacts]
-    nc = len(frames)
-    w.doc("Contact frames baked into this build (register_robot's contact_frames=): names,\n"
-          "the body each is fixed to, and its placement in that body (R row-major, p).")
-    w.line(f"constexpr int kNumContacts = {nc};")
-    _names(w, "kContactNames", list(contacts))
-    w.line(f"constexpr int kContactBody[{max(nc, 1)}] = "
-           f"{{{', '.join(str(f.body) for f in frames) or '0'}}};")
-    placements = [double_lit(x) for f in frames
-                  for x in list(f.placement.R.reshape(9)) + list(f.placement.p)]
-    w.line(f"constexpr double kContactPlacement[{12 * max(nc, 1)}] = "
-           f"{{{', '.join(placements) or '0'}}};")
-    w.line(f"constexpr bool kHasContactKinematics = "
-           f"{'true' if has_world_kinematics else 'false'};")
-    if not has_world_kinematics:
-        w.comment("contact_positions / contact_jacobians need world_kinematics in the build "
-                  "(algorithm_list \"kinematics\").")
-        w.line()
-        return
-    nb, nv = model.nb, model.nv
-    wk = 18 * nb + 6 * nv
-    w.doc("World positions of the contact points from a world_kinematics output `wk`\n"
-          "(18 nb + 6 nv scalars): out[3 * kNumContacts], p_c = R_b p + p_b.")
-    w.line("template <typename T>")
-    with w.block("GRID_INLINE void contact_positions_from_kinematics(const T* GRID_RESTRICT wk, "
-                 "T* GRID_RESTRICT out)"):
-        with w.block(f"for (int c = 0; c < {nc}; ++c)"):
-            w.line("const T* R = wk + 9 * kContactBody[c];")
-            w.line(f"const T* pb = wk + {9 * nb} + 3 * kContactBody[c];")
-            w.line("const double* pf = kContactPlacement + 12 * c + 9;")
-            with w.block("for (int i = 0; i < 3; ++i)"):
-                w.line("out[3 * c + i] = R[3 * i] * T(pf[0]) + R[3 * i + 1] * T(pf[1]) + "
-                       "R[3 * i + 2] * T(pf[2]) + pb[i];")
-    w.line()
+    nc, nb, nv = len(frames), model.nb, model.nv
     support = []
     for f in frames:
         mask, body = [0] * nv, f.body
@@ -185,9 +157,54 @@ def _emit_contacts(w: Writer, model: RobotModel, contacts: Sequence[str],
             mask[joint.idx_v:joint.idx_v + joint.nv] = [1] * joint.nv
             body = joint.parent
         support.extend(mask)
-    w.doc("Which tangent columns move each contact (1: the dof is on its body's path).")
-    w.line(f"constexpr unsigned char kContactSupport[{max(nc * nv, 1)}] = "
-           f"{{{', '.join(map(str, support)) or '0'}}};")
+    placements = [double_lit(x) for f in frames
+                  for x in list(f.placement.R.reshape(9)) + list(f.placement.p)]
+    w.doc("Contact frames baked into this build (register_robot's contact_frames=): names,\n"
+          "the body each is fixed to, its placement in that body (R row-major, p) and which\n"
+          "tangent columns move it (1: the dof is on its body's path). The arrays are for\n"
+          "host code; device code reads the same tables through contact_tables() (nvcc\n"
+          "does not let device code index a namespace-scope constexpr array).")
+    w.line(f"constexpr int kNumContacts = {nc};")
+    _names(w, "kContactNames", list(contacts))
+    with w.namespace(""):  # internal linkage: one copy per library (collision/emit.py)
+        with w.block("struct ContactTables", "};"):
+            w.line(f"int body[{max(nc, 1)}];")
+            w.line(f"double placement[{12 * max(nc, 1)}];")
+            w.line(f"unsigned char support[{max(nc * nv, 1)}];")
+        w.line(f"constexpr ContactTables kContactTables = "
+               f"{{{{{', '.join(str(f.body) for f in frames) or '0'}}}, "
+               f"{{{', '.join(placements) or '0'}}}, "
+               f"{{{', '.join(map(str, support)) or '0'}}}}};")
+        with w.block("GRID_INLINE const ContactTables& contact_tables()"):
+            w.line("static constexpr ContactTables tables = kContactTables;")
+            w.line("return tables;")
+    w.line(f"constexpr const int (&kContactBody)[{max(nc, 1)}] = kContactTables.body;")
+    w.line(f"constexpr const double (&kContactPlacement)[{12 * max(nc, 1)}] = "
+           "kContactTables.placement;")
+    w.line(f"constexpr const unsigned char (&kContactSupport)[{max(nc * nv, 1)}] = "
+           "kContactTables.support;")
+    w.line(f"constexpr bool kHasContactKinematics = "
+           f"{'true' if has_world_kinematics else 'false'};")
+    if not has_world_kinematics:
+        w.comment("contact_positions / contact_jacobians need world_kinematics in the build "
+                  "(algorithm_list \"kinematics\").")
+        w.line()
+        return
+    wk = 18 * nb + 6 * nv
+    w.doc("World positions of the contact points from a world_kinematics output `wk`\n"
+          "(18 nb + 6 nv scalars): out[3 * kNumContacts], p_c = R_b p + p_b.")
+    w.line("template <typename T>")
+    with w.block("GRID_INLINE void contact_positions_from_kinematics(const T* GRID_RESTRICT wk, "
+                 "T* GRID_RESTRICT out)"):
+        w.line("const ContactTables& tables = contact_tables();")
+        with w.block(f"for (int c = 0; c < {nc}; ++c)"):
+            w.line("const T* R = wk + 9 * tables.body[c];")
+            w.line(f"const T* pb = wk + {9 * nb} + 3 * tables.body[c];")
+            w.line("const double* pf = tables.placement + 12 * c + 9;")
+            with w.block("for (int i = 0; i < 3; ++i)"):
+                w.line("out[3 * c + i] = R[3 * i] * T(pf[0]) + R[3 * i + 1] * T(pf[1]) + "
+                       "R[3 * i + 2] * T(pf[2]) + pb[i];")
+    w.line()
     w.doc("World-aligned linear Jacobians of the contact points from `wk`:\n"
           "out[kNumContacts][3][kNv] row-major; column j is v_j - p_c x w_j of the world\n"
           "motion-subspace column [v_j; w_j] (about the world origin), zero off the path.")
@@ -197,10 +214,11 @@ def _emit_contacts(w: Writer, model: RobotModel, contacts: Sequence[str],
         w.line("T p[3 * kNumContacts];")
         w.line("contact_positions_from_kinematics<T>(wk, p);")
         w.line(f"const T* S = wk + {12 * nb};  // (6, nv) row-major")
+        w.line("const unsigned char* support = contact_tables().support;")
         with w.block(f"for (int c = 0; c < {nc}; ++c)"):
             w.line("const T* pc = p + 3 * c;")
             with w.block(f"for (int j = 0; j < {nv}; ++j)"):
-                w.line(f"const bool on = kContactSupport[c * {nv} + j] != 0;")
+                w.line(f"const bool on = support[c * {nv} + j] != 0;")
                 w.line(f"const T v0 = S[j], v1 = S[{nv} + j], v2 = S[{2 * nv} + j];")
                 w.line(f"const T w0 = S[{3 * nv} + j], w1 = S[{4 * nv} + j], "
                        f"w2 = S[{5 * nv} + j];")
@@ -218,6 +236,7 @@ def _emit_contacts(w: Writer, model: RobotModel, contacts: Sequence[str],
             w.line("grid::world_kinematics_thread<T, T>(q, nullptr, nullptr, T(0), wk);")
             w.line(f"contact_{what}_from_kinematics<T>(wk, out);")
         w.line()
+
 
 def _emit_state(w: Writer) -> None:
     w.doc("The per-robot device state a consumer creates in its own process: the inertia\n"
@@ -324,11 +343,67 @@ def _emit_state(w: Writer) -> None:
     w.line()
 
 
+def _emit_collision(w: Writer, model: RobotModel, spheres) -> None:
+    from grid_codegen.collision.emit import kinematics_size
+
+    links = spheres.links
+    w.doc("The collision model (register_robot's collision=; docs/collision.md): spheres\n"
+          "(capsule end spheres included), capsules (collision_native), the links that hold\n"
+          "them and the checked link pairs. Per sphere: link index (into\n"
+          "kCollisionLinkNames), centre in the link frame (sphere_link_center), radius;\n"
+          "pairs as link indices (pair_links). kCollision is for host code and constant\n"
+          "expressions; device code reads the same tables through collision().")
+    for name, value in (("kNumSpheres", len(spheres.spheres)),
+                        ("kNumCapsules", len(spheres.capsules)),
+                        ("kNumCollisionLinks", len(links)),
+                        ("kNumCollisionPairs", len(spheres.pairs)),
+                        ("kCollisionKinematicsSize", kinematics_size(model))):
+        w.line(f"constexpr int {name} = {value};")
+    _names(w, "kCollisionLinkNames", list(links))
+    w.line("typedef grid::CollisionTables CollisionTables;")
+    w.line("constexpr const CollisionTables& kCollision = grid::kCollisionTables;")
+    with w.block("GRID_INLINE const CollisionTables& collision()"):
+        w.line("return grid::collision_tables();")
+    w.line()
+    w.doc("The collision kinematics of one item from q (one thread):\n"
+          "out[kCollisionKinematicsSize], the bodies' world poses and world motion-subspace\n"
+          "columns (grid/collision.h K).")
+    w.line("template <typename T>")
+    with w.block("GRID_INLINE void collision_kinematics(const T* GRID_RESTRICT q, "
+                 "T* GRID_RESTRICT out)"):
+        w.line("grid::collision_kinematics_thread<T, T>(q, out);")
+    w.line()
+    w.doc("Signed distances of one item to `m` obstacle spheres (one thread): centers[3 m],\n"
+          "radii[m] given by the caller; out[m], per obstacle the closest robot primitive\n"
+          "(negative: penetration). Stack: kCollisionKinematicsSize + 3 kNumSpheres scalars.")
+    w.line("template <typename T>")
+    with w.block("GRID_INLINE void world_collision_distance(const T* GRID_RESTRICT q, int m, "
+                 "const T* GRID_RESTRICT centers, const T* GRID_RESTRICT radii, "
+                 "T* GRID_RESTRICT out)"):
+        w.line("T K[kCollisionKinematicsSize];")
+        w.line("grid::collision_kinematics_thread<T, T>(q, K);")
+        w.line("grid::collision_world_distance<T, T>(grid::collision_tables(), K, m, centers, "
+               "radii, out, static_cast<T*>(nullptr));")
+    w.line()
+    w.doc("Their gradients (one thread): out[m][kNv] row-major, d(distance)/d(tangent) of the\n"
+          "active robot primitive (n . J(x)); `distance` (m scalars) may be NULL.")
+    w.line("template <typename T>")
+    with w.block("GRID_INLINE void world_collision_distance_gradient(const T* GRID_RESTRICT q, "
+                 "int m, const T* GRID_RESTRICT centers, const T* GRID_RESTRICT radii, "
+                 "T* GRID_RESTRICT out, T* GRID_RESTRICT distance = nullptr)"):
+        w.line("T K[kCollisionKinematicsSize];")
+        w.line("grid::collision_kinematics_thread<T, T>(q, K);")
+        w.line("grid::collision_world_distance<T, T>(grid::collision_tables(), K, m, centers, "
+               "radii, distance, out);")
+    w.line()
+
+
 def emit_device_api(w: Writer, model: RobotModel, options: CodegenOptions, dims: Dims,
                     ee_frames: Sequence[Frame], built: Sequence[tuple[str, Sequence[str]]],
-                    contact_frames: Sequence[str] = ()) -> None:
+                    contact_frames: Sequence[str] = (), collision: object = None) -> None:
     """`namespace grid::device` (module doc). `built`: (algorithm, its strategies) of
-    every algorithm the build holds, in descriptor order."""
+    every algorithm the build holds, in descriptor order; `collision`: the build's
+    `grid_codegen.collision.SphereModel` (None without)."""
     w.comment("---- device-level API: what a consumer's kernel calls (docs/consumer.md) ----")
     w.line()
     with w.namespace("grid"):
@@ -344,6 +419,8 @@ def emit_device_api(w: Writer, model: RobotModel, options: CodegenOptions, dims:
             else:
                 w.line("constexpr int kNumContacts = 0;  // no contact frames in this build")
                 w.line()
+            if collision is not None:
+                _emit_collision(w, model, collision)
             _emit_state(w)
 
 

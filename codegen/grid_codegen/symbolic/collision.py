@@ -14,6 +14,9 @@ angular]`, as `frames.world_kinematics`):
   pairs tie: the first in order wins), `n . (J_a - J_b)` with `n = (p_a - p_b) / |p_a -
   p_b|`; the dofs that move both links contribute `n . (w x (p_a - p_b)) = 0` exactly
   and are skipped.
+
+This traced form unrolls every sphere pair; models with capsules (`collision_native`),
+many pairs or a large Jacobian take the loop form of `grid_codegen.collision.emit`.
 """
 
 from __future__ import annotations
@@ -173,6 +176,11 @@ def emit(kb, model: RobotModel, spheres: SphereModel | None, name: str, X, out, 
     """Emit the pass of collision algorithm `name` into the item builder `kb`."""
     if spheres is None:
         raise ValueError(f"{name} needs a sphere model: register with collision=True")
+    from grid_codegen.collision.emit import emit_loops, use_loops
+
+    if use_loops(spheres, name, nv):  # capsules, or too many pairs or entries to unroll
+        emit_loops(kb, model, spheres, name, X, out, unX)
+        return
     doc, body = PASSES[name]
     order = None
     if name == "sphere_positions_gradient":

@@ -1,8 +1,20 @@
 """Float64 reference of the collision methods (docs/collision.md): sphere centres and
-their Jacobians from the reference kinematics, self and world sphere distances with
-the gradient of the active sphere pair (argmin, the first in order on ties), and the
-smooth collision cost. `spheres` is a `grid_codegen.collision.SphereModel` (or the
-`collision` dict of a handle's meta.json)."""
+their Jacobians from the reference kinematics, self and world distances of the spheres
+and (with `collision_native`) the exact capsule primitives, the gradient of the active
+primitive pair (argmin, the first in order on ties), and the smooth collision cost.
+`spheres` is a `grid_codegen.collision.SphereModel` (or the `collision` dict of a
+handle's meta.json).
+
+Candidates, in the order the kernels take them: per link pair, the spheres of their own
+of both links (A's spheres outer), A's capsules against B's spheres, A's spheres
+against B's capsules, then capsule against capsule; per obstacle, the robot's spheres of
+their own, then its capsules. Capsule end spheres (the carriers of the segment ends) are
+not candidates: they lie inside their capsule. A candidate's distance is `|x_a - x_b| -
+r_a - r_b` at the closest points of the two segments
+(`grid_codegen.collision.primitives`) and its gradient `n . (J_a(x_a) - J_b(x_b))`,
+`J(x)` the world Jacobian of the point `x` fixed to the link's body, and `n = (x_a -
+x_b) / |x_a - x_b|`, zero where the points coincide (crossing segments: a kink).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from grid_codegen.collision.primitives import segment_point, segment_segment
 from grid_codegen.model import RobotModel
 from grid_rbd.reference.kinematics import forward_pass, point_jacobian, world_motion_subspace
 
@@ -20,90 +33,156 @@ def _model(spheres: Any):
     return spheres if isinstance(spheres, SphereModel) else SphereModel.from_dict(spheres)
 
 
-def sphere_positions(model: RobotModel, spheres: Any, q: np.ndarray) -> np.ndarray:
-    """`(B, S, 3)` world centres."""
-    spheres = _model(spheres)
-    q = np.atleast_2d(np.asarray(q, dtype=np.float64))
-    kin = forward_pass(model, q)
-    out = np.zeros((q.shape[0], len(spheres.spheres), 3))
+def _batch(q: np.ndarray) -> np.ndarray:
+    return np.atleast_2d(np.asarray(q, dtype=np.float64))
+
+
+def _positions(model: RobotModel, spheres, kin, batch: int) -> np.ndarray:
+    out = np.zeros((batch, len(spheres.spheres), 3))
     for k, s in enumerate(spheres.spheres):
         c = np.asarray(s.body_center)
         out[:, k] = c if s.body < 0 else kin.oR[s.body] @ c + kin.op[s.body]
     return out
 
 
+def sphere_positions(model: RobotModel, spheres: Any, q: np.ndarray) -> np.ndarray:
+    """`(B, S, 3)` world centres (capsule end spheres included)."""
+    spheres, q = _model(spheres), _batch(q)
+    return _positions(model, spheres, forward_pass(model, q), len(q))
+
+
 def sphere_positions_gradient(model: RobotModel, spheres: Any, q: np.ndarray) -> np.ndarray:
     """`(B, S, 3, nv)`."""
-    spheres = _model(spheres)
-    q = np.atleast_2d(np.asarray(q, dtype=np.float64))
+    spheres, q = _model(spheres), _batch(q)
     kin = forward_pass(model, q)
     oS = world_motion_subspace(model, kin)
-    P = sphere_positions(model, spheres, q)
-    out = np.zeros((q.shape[0], len(spheres.spheres), 3, model.nv))
+    P = _positions(model, spheres, kin, len(q))
+    out = np.zeros((len(q), len(spheres.spheres), 3, model.nv))
     for k, s in enumerate(spheres.spheres):
         if s.body >= 0:
             out[:, k] = point_jacobian(model, oS, s.body, P[:, k])
     return out
 
 
-def _pairs(spheres, P, J=None):
-    r = np.asarray([s.radius for s in spheres.spheres])
-    d_out, g_out = [], []
-    for a, b in spheres.pairs:
-        ia, ib = spheres.of_link(a), spheres.of_link(b)
-        diff = P[:, ia][:, :, None] - P[:, ib][:, None]  # (B, na, nb, 3)
-        dist = np.linalg.norm(diff, axis=-1)
-        d = (dist - r[ia][:, None] - r[ib][None]).reshape(len(P), -1)
-        k = np.argmin(d, axis=1)
-        d_out.append(d[np.arange(len(P)), k])
-        if J is not None:
-            i, j = np.asarray(ia)[k // len(ib)], np.asarray(ib)[k % len(ib)]
-            rows = np.arange(len(P))
-            n = P[rows, i] - P[rows, j]
-            n = n / np.linalg.norm(n, axis=1, keepdims=True)
-            g_out.append(np.einsum("bk,bkj->bj", n, J[rows, i] - J[rows, j]))
-    d_out = np.stack(d_out, 1) if d_out else np.zeros((len(P), 0))
-    if J is None:
-        return d_out
-    return d_out, (np.stack(g_out, 1) if g_out else np.zeros((len(P), 0, J.shape[-1])))
+def _primitives(spheres, P: np.ndarray, link: str) -> tuple[list, list]:
+    """`(spheres, capsules)` of `link`: `(centre (B, 3), radius)` and `(a, b, radius)`."""
+    own = [(P[:, k], spheres.spheres[k].radius) for k in spheres.plain_of_link(link)]
+    caps = [(P[:, c.ends[0]], P[:, c.ends[1]], c.radius)
+            for c in (spheres.capsules[k] for k in spheres.capsules_of_link(link))]
+    return own, caps
+
+
+def _pair_candidates(spheres, P: np.ndarray, a: str, b: str) -> tuple[list, list, list]:
+    """Distances `(B,)` and closest points `(B, 3)` of every candidate (module doc)."""
+    sa, ca = _primitives(spheres, P, a)
+    sb, cb = _primitives(spheres, P, b)
+    d, xa, xb = [], [], []
+
+    def add(x: np.ndarray, y: np.ndarray, radii: float) -> None:
+        d.append(np.linalg.norm(x - y, axis=-1) - radii)
+        xa.append(x)
+        xb.append(y)
+
+    for x, rx in sa:
+        for y, ry in sb:
+            add(x, y, rx + ry)
+    for x0, x1, rx in ca:
+        for y, ry in sb:
+            add(segment_point(x0, x1, y)[0], y, rx + ry)
+    for x, rx in sa:
+        for y0, y1, ry in cb:
+            add(x, segment_point(y0, y1, x)[0], rx + ry)
+    for x0, x1, rx in ca:
+        for y0, y1, ry in cb:
+            add(*segment_segment(x0, x1, y0, y1), rx + ry)
+    return d, xa, xb
+
+
+def _active(d: list, xa: list, xb: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    D = np.stack(d, 1)
+    k = np.argmin(D, axis=1)
+    rows = np.arange(len(D))
+    return D[rows, k], np.stack(xa, 1)[rows, k], np.stack(xb, 1)[rows, k]
+
+
+def _point_gradient(model: RobotModel, oS, body: int, x: np.ndarray) -> np.ndarray:
+    if body < 0:
+        return np.zeros((len(x), 3, model.nv))
+    return point_jacobian(model, oS, body, x)
+
+
+COINCIDENT = 64 * np.finfo(np.float64).eps
+"""Closest points nearer than this (m) have no direction: zero gradient (grid/collision.h)."""
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.where(n > COINCIDENT, v / np.where(n > COINCIDENT, n, 1.0), 0.0)
+
+
+def _self(model: RobotModel, spheres, q: np.ndarray, gradient: bool):
+    kin = forward_pass(model, q)
+    P = _positions(model, spheres, kin, len(q))
+    oS = world_motion_subspace(model, kin) if gradient else None
+    body = {s.link: s.body for s in spheres.spheres}
+    dist = np.zeros((len(q), len(spheres.pairs)))
+    grad = np.zeros((len(q), len(spheres.pairs), model.nv))
+    for p, (a, b) in enumerate(spheres.pairs):
+        dist[:, p], xa, xb = _active(*_pair_candidates(spheres, P, a, b))
+        if gradient:
+            J = _point_gradient(model, oS, body[a], xa) - _point_gradient(model, oS, body[b], xb)
+            grad[:, p] = np.einsum("bk,bkj->bj", _unit(xa - xb), J)
+    return dist, grad
 
 
 def self_collision_distance(model: RobotModel, spheres: Any, q: np.ndarray) -> np.ndarray:
     """`(B, P)`."""
-    spheres = _model(spheres)
-    return _pairs(spheres, sphere_positions(model, spheres, q))
+    return _self(model, _model(spheres), _batch(q), False)[0]
 
 
 def self_collision_distance_gradient(model: RobotModel, spheres: Any, q: np.ndarray
                                      ) -> np.ndarray:
     """`(B, P, nv)`."""
-    spheres = _model(spheres)
-    P = sphere_positions(model, spheres, q)
-    return _pairs(spheres, P, sphere_positions_gradient(model, spheres, q))[1]
+    return _self(model, _model(spheres), _batch(q), True)[1]
 
 
 def world_collision_distance(model: RobotModel, spheres: Any, q: np.ndarray,
                              centers: np.ndarray, radii: np.ndarray,
                              with_gradient: bool = False):
-    """`(B, M)` (and `(B, M, nv)`): per obstacle, the closest robot sphere."""
-    spheres = _model(spheres)
-    P = sphere_positions(model, spheres, q)
-    r = np.asarray([s.radius for s in spheres.spheres])
+    """`(B, M)` (and `(B, M, nv)`): per obstacle sphere (`centers (M, 3)` / `(B, M, 3)`,
+    `radii (M,)` / `(B, M)`), the closest robot primitive."""
+    spheres, q = _model(spheres), _batch(q)
+    kin = forward_pass(model, q)
+    P = _positions(model, spheres, kin, len(q))
     c = np.asarray(centers, dtype=np.float64)
     rc = np.asarray(radii, dtype=np.float64)
-    c = np.broadcast_to(c if c.ndim == 3 else c[None], (len(P), *c.shape[-2:]))
-    rc = np.broadcast_to(rc if rc.ndim == 2 else rc[None], (len(P), rc.shape[-1]))
-    diff = P[:, :, None] - c[:, None]
-    dist = np.linalg.norm(diff, axis=-1) - r[None, :, None] - rc[:, None]  # (B, S, M)
-    k = np.argmin(dist, axis=1)  # (B, M)
-    rows = np.arange(len(P))[:, None]
-    d = dist[rows, k, np.arange(c.shape[1])[None]]
-    if not with_gradient:
-        return d
-    J = sphere_positions_gradient(model, spheres, q)
-    n = P[rows, k] - c
-    n = n / np.linalg.norm(n, axis=-1, keepdims=True)
-    return d, np.einsum("bmk,bmkj->bmj", n, J[rows, k])
+    c = np.broadcast_to(c if c.ndim == 3 else c[None], (len(q), *c.shape[-2:]))
+    rc = np.broadcast_to(rc if rc.ndim == 2 else rc[None], (len(q), rc.shape[-1]))
+    own = [k for k, s in enumerate(spheres.spheres) if s.capsule < 0]
+    bodies = [spheres.spheres[k].body for k in own] + [cap.body for cap in spheres.capsules]
+    oS = world_motion_subspace(model, kin) if with_gradient else None
+    dist = np.zeros(rc.shape)
+    grad = np.zeros((*rc.shape, model.nv))
+    for m in range(c.shape[1]):
+        cm = c[:, m]
+        points = [P[:, k] for k in own]
+        points += [segment_point(P[:, cap.ends[0]], P[:, cap.ends[1]], cm)[0]
+                   for cap in spheres.capsules]
+        radius = [spheres.spheres[k].radius for k in own] + [cap.radius
+                                                               for cap in spheres.capsules]
+        D = np.stack([np.linalg.norm(x - cm, axis=-1) - r for x, r in zip(points, radius,
+                                                                          strict=True)], 1)
+        k = np.argmin(D, axis=1)
+        rows = np.arange(len(q))
+        dist[:, m] = D[rows, k] - rc[:, m]
+        if with_gradient:
+            X = np.stack(points, 1)[rows, k]
+            n = _unit(X - cm)
+            active = np.asarray(bodies)[k]  # (B,): the active primitive's body
+            for body in set(bodies) - {-1}:
+                g = np.einsum("bk,bkj->bj", n, point_jacobian(model, oS, body, X))
+                grad[:, m] += np.where((active == body)[:, None], g, 0.0)
+    return (dist, grad) if with_gradient else dist
 
 
 def collision_cost(model: RobotModel, spheres: Any, q: np.ndarray, margin: float = 0.02,
