@@ -312,6 +312,11 @@ def reference_case(ref: Any, algorithm: str, s: Any, f_ext: bool = False,
     if algorithm == "forward_dynamics_gradient":
         return ((s.q, s.qd, s.u, fe),
                 ref.forward_dynamics_gradient(s.q, s.qd, s.u, fe, gravity))
+    ct = np.cos(3.0 * s.qd) + 0.5  # a cotangent that is neither constant nor an input
+    if algorithm == "forward_dynamics_vjp":
+        return (s.q, s.qd, s.u, ct), ref.forward_dynamics_vjp(s.q, s.qd, s.u, ct, gravity)
+    if algorithm == "inverse_dynamics_vjp":
+        return (s.q, s.qd, ct, s.qdd), ref.inverse_dynamics_vjp(s.q, s.qd, ct, s.qdd, gravity)
     raise KeyError(algorithm)
 
 

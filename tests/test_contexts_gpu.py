@@ -94,6 +94,25 @@ def test_gpu_large_host_calls_copy_straight(gpu, ref):
     assert scaled_error(got, expected) < 1e-3
 
 
+@pytest.mark.parametrize("batch", [1, 16, 300])
+def test_gpu_small_host_calls_run_on_the_mapped_mirror(gpu, ref, batch):
+    """Up to 64 KiB a host call runs its kernel on the page-locked mirror itself (the
+    device reads and writes it over the bus; batches 1 and 16 here), above it copies in
+    and out (300: 300 x 7 x 14 floats of output); the numbers are the same, every
+    algorithm, with an omitted optional input too."""
+    assert gpu.device_profile["mapped_staging"] is True, gpu.device_profile
+    s = random_states(ref.model, batch, seed=5)
+    q, qd, qdd, u = (np.ascontiguousarray(x, np.float32) for x in (s.q, s.qd, s.qdd, s.u))
+    d = [x.astype(np.float64) for x in (q, qd, qdd, u)]
+    checks = [(gpu.inverse_dynamics(q, qd, qdd), ref.inverse_dynamics(d[0], d[1], d[2])),
+              (gpu.inverse_dynamics(q, qd), ref.inverse_dynamics(d[0], d[1], None)),
+              (gpu.forward_dynamics(q, qd, u), ref.forward_dynamics(d[0], d[1], d[3])),
+              (gpu.forward_dynamics_gradient(q, qd, u),
+               ref.forward_dynamics_gradient(d[0], d[1], d[3]))]
+    for got, expected in checks:
+        assert scaled_error(got, expected) < 1e-3
+
+
 def test_gpu_a_closed_contexts_captured_memory_is_kept(gpu, ref):
     """A torch.cuda.graph the caller recorded around a torch call cannot be refused by
     the runtime: after the context closes, its replay must not touch freed memory (the

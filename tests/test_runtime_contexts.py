@@ -490,12 +490,16 @@ def test_a_launch_override_waits_for_admitted_calls(go2, go2_ref, long_batch):
 
 
 # -- the staging path (GPU host calls), run on the CPU ----------------------------------------
-@pytest.mark.parametrize("batch", [1, 7, 3000])
+@pytest.mark.parametrize("batch", [1, 7, 100, 3000])
 def test_staged_host_calls_match_the_reference(go2, go2_ref, batch):
-    """stage_host_calls runs the GPU path of a host call (inputs packed into the mirror,
-    one copy in, the launch on the arena, one copy out; above 4 MiB straight copies) with
-    memcpys, so its layout logic is checked without a GPU."""
+    """stage_host_calls runs the GPU path of a host call with memcpys, so its layout
+    logic is checked without a GPU: up to 64 KiB (batches 1 and 7 here) the launch runs on
+    the page-locked mirror itself (mapped staging), up to 4 MiB (100) the inputs are
+    packed into the mirror, copied in once, launched on the arena and copied out once,
+    above (3000) straight copies."""
     ctx = go2.create_context(stage_host_calls=True)
+    assert go2.device_profile(ctx)["mapped_staging"] is True
+    assert go2.device_profile(go2.create_context())["mapped_staging"] is False  # unstaged
     s = random_states(go2_ref.model, batch, seed=11)
     out = np.full((batch, go2_ref.nv, 2 * go2_ref.nv), np.nan)
     go2.call(ctx, "forward_dynamics_gradient", [s.q, s.qd, s.u, s.f_ext], out)

@@ -24,6 +24,8 @@ _DIM_LABELS = {
     "world_kinematics": "world-kinematics width 18*nb + 6*nv",
     "num_spheres": "collision sphere count num_spheres",
     "num_pairs": "collision pair count num_pairs",
+    "nq_nv": "width nq + nv",
+    "nq_2nv": "width nq + 2*nv",
 }
 
 
@@ -43,6 +45,16 @@ class Dims:
     def one(self) -> int:
         """The unit, for constant widths (`Dim("one", 3)` is 3)."""
         return 1
+
+    @property
+    def nq_nv(self) -> int:
+        """[configuration | tangent]: an inverse-dynamics VJP's width."""
+        return self.nq + self.nv
+
+    @property
+    def nq_2nv(self) -> int:
+        """[configuration | tangent | tangent]: a forward-dynamics VJP's width."""
+        return self.nq + 2 * self.nv
 
     @property
     def world_kinematics(self) -> int:
@@ -92,8 +104,10 @@ class Algorithm:
     output: the per-item output shape. uses_gravity: takes the signed gravity.
     aliases: other public names of the handle method. differentiable: inputs a JAX/torch
     backward reaches through `gradient`, the algorithm giving `[d/dq | d/dqd]` (empty for
-    forward-only methods). jacobian_columns: for a Jacobian-shaped output (rows x
-    columns, row-major), the column count, which the emitters may split work by."""
+    forward-only methods). vjp: the reverse-mode algorithm that gives all of the
+    backward's cotangents in one pass (the backward uses it when it was built and no
+    f_ext was given). jacobian_columns: for a Jacobian-shaped output (rows x columns,
+    row-major), the column count, which the emitters may split work by."""
 
     name: str
     doc: str
@@ -103,6 +117,7 @@ class Algorithm:
     aliases: tuple[str, ...] = ()
     differentiable: tuple[str, ...] = ()
     gradient: str | None = None
+    vjp: str | None = None
     jacobian_columns: Dim | None = None
     parts: tuple[tuple[str, tuple[Dim, ...]], ...] = ()
     profile: str = "core"
@@ -134,22 +149,26 @@ QDD = Port("qdd", NV, False, "acceleration; None means zero (the bias c = C qd +
 U = Port("u", NV, doc="generalized force (torque)")
 FEXT = Port("f_ext", NB6, False, "one spatial force [f; tau] per body, local frame")
 DT = Port("dt", Dim("one", 1), doc="the step length (s), one per item")
+CT = Port("ct", NV, doc="the cotangent of the method's (B, nv) output")
 
 ALGORITHMS: tuple[Algorithm, ...] = (
     Algorithm("inverse_dynamics",
               "Inverse dynamics (RNEA): tau = M(q) qdd + C(q, qd) qd + g(q) - J^T f_ext.",
               (Q, QD, QDD, FEXT), (NV,), True, aliases=("rnea",),
-              differentiable=("q", "qd"), gradient="inverse_dynamics_gradient"),
+              differentiable=("q", "qd"), gradient="inverse_dynamics_gradient",
+              vjp="inverse_dynamics_vjp"),
     Algorithm("crba", "The joint-space mass matrix M(q) (CRBA), full and symmetric.",
               (Q,), (NV, NV), False),
     Algorithm("minv", "The inverse mass matrix M(q)^-1, full and symmetric.",
               (Q,), (NV, NV), False),
     Algorithm("forward_dynamics", "Forward dynamics qdd = M(q)^-1 (u - c(q, qd, f_ext)).",
               (Q, QD, U, FEXT), (NV,), True, aliases=("fd",),
-              differentiable=("q", "qd", "u"), gradient="forward_dynamics_gradient"),
+              differentiable=("q", "qd", "u"), gradient="forward_dynamics_gradient",
+              vjp="forward_dynamics_vjp"),
     Algorithm("aba", "Forward dynamics by the articulated-body algorithm.",
               (Q, QD, U, FEXT), (NV,), True,
-              differentiable=("q", "qd", "u"), gradient="forward_dynamics_gradient"),
+              differentiable=("q", "qd", "u"), gradient="forward_dynamics_gradient",
+              vjp="forward_dynamics_vjp"),
     Algorithm("end_effector_pose",
               "End-effector poses [x, y, z, roll, pitch, yaw] per end effector "
               "(rpy as Pinocchio's matrixToRpy).",
@@ -164,6 +183,16 @@ ALGORITHMS: tuple[Algorithm, ...] = (
     Algorithm("forward_dynamics_gradient",
               "[dqdd/dq | dqdd/dqd] of forward dynamics (local tangent chart).",
               (Q, QD, U, FEXT), (NV, NV2), True, jacobian_columns=NV2),
+    # Reverse mode (one pass for all inputs; the JAX/torch backwards without f_ext).
+    Algorithm("forward_dynamics_vjp",
+              "ct^T d FD(q, qd, u) / d(q, qd, u) without f_ext, by reverse mode through "
+              "the whole pass: [ct_q (nq: q's configuration layout as given, a "
+              "quaternion's four numbers) | ct_qd (nv) | ct_u = M^-1 ct (nv)].",
+              (Q, QD, U, CT), (Dim("nq_2nv"),), True),
+    Algorithm("inverse_dynamics_vjp",
+              "ct^T d ID(q, qd, qdd) / d(q, qd) without f_ext, by reverse mode (qdd None "
+              "is zero): [ct_q (nq, q's configuration layout) | ct_qd (nv)].",
+              (Q, QD, CT, QDD), (Dim("nq_nv"),), True),
     # -- the centroidal profile (built on request: algorithm_list=["centroidal", ...]) --
     Algorithm("generalized_gravity", "g(q): the joint torques that hold the robot still.",
               (Q,), (NV,), True, profile="centroidal"),

@@ -100,6 +100,7 @@ py::dict device_profile_dict(const DeviceProfile& p) {
   out["caller_owned_slab"] = p.caller_owned_slab;
   out["own_stream"] = p.own_stream;
   out["stream_note"] = p.stream_note;
+  out["mapped_staging"] = p.mapped_staging;
   return out;
 }
 

@@ -19,6 +19,13 @@ constexpr size_t kStagingAlignment = 256;
 // page-locked mirror (one copy each way); larger ones copy straight from and into the
 // caller's arrays, where an extra host memcpy would cost more than it saves.
 constexpr size_t kPackedStagingLimit = size_t{4} << 20;
+// Calls of at most this many bytes run on the page-locked mirror itself where the device
+// reaches it (`mapped_staging`): the kernel reads its inputs and writes its output over
+// the bus at their host addresses, so the call is a memcpy in, one launch, one wait and
+// a memcpy out, with no copy-engine round trip (two API calls and two DMA latencies
+// fewer: what a batch-1 call costs). Larger calls would move their data at the bus's
+// latency-bound rate from inside the kernel, and take the copies.
+constexpr size_t kMappedStagingLimit = size_t{64} << 10;
 
 size_t align_up(size_t bytes) {
   return (bytes + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
@@ -93,7 +100,8 @@ Context::Context(std::shared_ptr<const ArtifactLibrary> library, const ContextOp
       overrides_(static_cast<size_t>(library->descriptor().num_algorithms)),
       model_version_(model_version),
       retired_(std::move(retired)),
-      arena_(library) {
+      arena_(library),
+      stamp_host_(library, sizeof(uint64_t)) {
   const auto* defaults =
       static_cast<const std::byte*>(library_->descriptor().default_inertia_table);
   inertia_.assign(defaults, defaults + library_->inertia_table_bytes());
@@ -117,6 +125,13 @@ Context::Context(std::shared_ptr<const ArtifactLibrary> library, const ContextOp
       fit.bytes + static_cast<int64_t>(library_->runtime_inertia() ? inertia_.size() : 0);
   profile_.own_stream = stream_.owned();
   profile_.stream_note = stream_.fallback_reason();
+  if (staged_) {
+    const CudaDriver* driver = library_->is_gpu() ? CudaDriver::get() : nullptr;
+    // On a CPU artifact (stage_host_calls) the mirror is the memory the kernel runs on.
+    profile_.mapped_staging = !library_->is_gpu() ||
+                              (driver != nullptr &&
+                               driver->kernels_reach_pinned_memory(profile_.device));
+  }
   write_version_word(model_version);
 }
 
@@ -233,11 +248,27 @@ void Context::run_staged(const CallPlan& plan, double gravity) {
   }
   const size_t output_offset = inputs_end;
   const size_t total = output_offset + align_up(plan.output_bytes);
+  void* stream = stream_.get();
+  StreamDrain drain(*library_, stream);
+  if (profile_.mapped_staging && total <= kMappedStagingLimit) {
+    auto* host = static_cast<std::byte*>(arena_.reserve_host(total));
+    std::array<const void*, GRID_MAX_INPUTS> mapped{};
+    for (size_t k = 0; k < offsets.size(); ++k) {
+      if (plan.inputs[k] == nullptr) continue;
+      std::memcpy(host + offsets[k], plan.inputs[k], plan.input_bytes[k]);
+      mapped[k] = host + offsets[k];
+    }
+    std::byte* output = host + output_offset;
+    check(*library_, launch_kernel(*plan.algorithm, mapped.data(), output, plan.batch,
+                                   gravity, stream),
+          [&] { return std::string(name) + " failed"; });
+    drain.wait(name);
+    std::memcpy(plan.output, output, plan.output_bytes);
+    return;
+  }
   auto* device = static_cast<std::byte*>(arena_.reserve_device(total));
   const bool packed = total <= kPackedStagingLimit;
   auto* host = packed ? static_cast<std::byte*>(arena_.reserve_host(total)) : nullptr;
-  void* stream = stream_.get();
-  StreamDrain drain(*library_, stream);
 
   std::array<const void*, GRID_MAX_INPUTS> device_inputs{};
   for (size_t k = 0; k < offsets.size(); ++k) {
@@ -274,12 +305,16 @@ void Context::check_stamp(const DeviceCall& call, uint64_t version) const {
   const grid_descriptor& d = library_->descriptor();
   const char* name = call.algorithm->name;
   uint64_t stamped = 0;
-  check(*library_,
-        d.copy(&stamped, call.stamp_expect, sizeof(stamped), GRID_COPY_DEVICE_TO_HOST,
-               call.stream),
-        [&] { return std::string(name) + ": reading the forward's model-version stamp"; });
-  check(*library_, d.synchronize(call.stream),
-        [&] { return std::string(name) + ": waiting for the stamp"; });
+  {
+    std::lock_guard<std::mutex> reading(stamp_mutex_);
+    check(*library_,
+          d.copy(stamp_host_.data(), call.stamp_expect, sizeof(stamped),
+                 GRID_COPY_DEVICE_TO_HOST, call.stream),
+          [&] { return std::string(name) + ": reading the forward's model-version stamp"; });
+    check(*library_, d.synchronize(call.stream),
+          [&] { return std::string(name) + ": waiting for the stamp"; });
+    std::memcpy(&stamped, stamp_host_.data(), sizeof(stamped));
+  }
   if (stamped != version) {
     throw ModelMutatedError("model mutated between forward and backward (version " +
                             std::to_string(stamped) + " -> " + std::to_string(version) +

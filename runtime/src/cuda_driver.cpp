@@ -16,6 +16,8 @@ using CUstream = void*;
 constexpr CUresult kSuccess = 0;
 constexpr unsigned int kStreamNonBlocking = 0x1;
 constexpr int kCaptureStatusNone = 0;
+constexpr int kAttributeCanMapHostMemory = 19;  // CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY
+constexpr int kAttributeUnifiedAddressing = 41;  // CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
 
 }  // namespace
 
@@ -30,6 +32,7 @@ struct CudaDriver::Entry {
   CUresult (*stream_destroy)(CUstream);
   CUresult (*ctx_synchronize)();
   CUresult (*stream_is_capturing)(CUstream, int*);
+  CUresult (*device_attribute)(int*, int, CUdevice);
 };
 
 namespace {
@@ -68,7 +71,8 @@ Loaded& loaded() {
                resolve(library, "cuStreamCreate", &e.stream_create, why) &&
                resolve(library, "cuStreamDestroy_v2", &e.stream_destroy, why) &&
                resolve(library, "cuCtxSynchronize", &e.ctx_synchronize, why) &&
-               resolve(library, "cuStreamIsCapturing", &e.stream_is_capturing, why);
+               resolve(library, "cuStreamIsCapturing", &e.stream_is_capturing, why) &&
+               resolve(library, "cuDeviceGetAttribute", &e.device_attribute, why);
     if (state.ok && e.init(0) != kSuccess) {
       state.ok = false;
       state.why = "cuInit failed";
@@ -138,6 +142,15 @@ void CudaDriver::destroy_stream(int device, void* stream) const {
 bool CudaDriver::synchronize_device(int device) const {
   PrimaryScope scope(*entry_, device);
   return scope.ok() && entry_->ctx_synchronize() == kSuccess;
+}
+
+bool CudaDriver::kernels_reach_pinned_memory(int device) const {
+  CUdevice handle = 0;
+  int maps = 0, unified = 0;
+  return entry_->device_get(&handle, device) == kSuccess &&
+         entry_->device_attribute(&maps, kAttributeCanMapHostMemory, handle) == kSuccess &&
+         entry_->device_attribute(&unified, kAttributeUnifiedAddressing, handle) == kSuccess &&
+         maps == 1 && unified == 1;
 }
 
 bool CudaDriver::is_capturing(void* stream) const {

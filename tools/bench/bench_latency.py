@@ -7,10 +7,13 @@ Rows (iiwa14 float32 by default, batch 1 unless said):
   numpy               RobotHandle on host arrays, end to end (copies in and out, waits)
   numpy_overhead      numpy minus kernel: the host path's own cost
   torch_eager         TorchRobotHandle on device tensors (GPU: CUDA events around the call)
-  torch_graph_replay  GraphCallable.replay() of a captured forward_dynamics_gradient
+  torch_graph_replay  GraphCallable.replay() of a captured forward_dynamics(_gradient)
   jax_jit / jax_jit_wait   a jitted JaxRobotHandle call, waiting once per loop / per call
   torch_fwd_bwd       forward_dynamics forward + analytic backward, B=1 and B=16384
   jax_grad            jax.grad of forward_dynamics, jitted, waiting per call
+  floor_*             the same timers around the frameworks' own trivial work (torch
+                      `x.add_(1)`, `(x * 2).sum().backward()`; a jitted `(x * 2).sum()`):
+                      what no call on this machine can go under by that timer
 
 Every figure is the median of at least `--reps` calls after a warm-up. On the GPU the
 timers follow tools/bench/sidebyside_common.py (CUDA events around one call, the device
@@ -200,8 +203,14 @@ def bench_torch(h: Any, states: dict[str, np.ndarray], table: Table, reps: int,
     for algorithm in (ID, FD_GRAD, FD):
         fn, args = getattr(th, algorithm), [t[n] for n in INPUTS[algorithm]]
         table.add("torch_eager", algorithm, 1, timer(lambda fn=fn, a=args: fn(*a), reps))
-    graph = th.capture(FD_GRAD, t["q"], t["qd"], t["u"])
-    table.add("torch_graph_replay", FD_GRAD, 1, timer(graph.replay, reps))
+    for algorithm in (FD, FD_GRAD):
+        graph = th.capture(algorithm, t["q"], t["qd"], t["u"])
+        table.add("torch_graph_replay", algorithm, 1, timer(graph.replay, reps))
+    x = torch.zeros(1, 7, device=dev, requires_grad=True)
+    with torch.no_grad():
+        table.add("floor_torch_op", "add_", 1, timer(lambda: x.add_(1.0), reps))
+    table.add("floor_torch_backward", "sum", 1,
+              timer(lambda: (x * 2.0).sum().backward(), reps, warmup=3))
 
     def fwd_bwd_at(batch: int, source: dict[str, np.ndarray], n: int) -> None:
         q, qd, u = (torch.as_tensor(source[k], device=dev).requires_grad_()
@@ -227,6 +236,11 @@ def bench_jax(h: Any, states: dict[str, np.ndarray], table: Table, reps: int) ->
     table.add("jax_jit", FD, 1, time_loop(lambda: fd(q, qd, u), jax.block_until_ready, reps))
     table.add("jax_jit_wait", FD, 1,
               time_wall(lambda: jax.block_until_ready(fd(q, qd, u)), reps))
+    trivial = jax.jit(lambda a: (a * 2.0).sum())
+    table.add("floor_jax_jit", "sum", 1,
+              time_loop(lambda: trivial(q), jax.block_until_ready, reps))
+    table.add("floor_jax_jit_wait", "sum", 1,
+              time_wall(lambda: jax.block_until_ready(trivial(q)), reps))
     grad = jax.jit(jax.grad(lambda q, qd, u: jh.forward_dynamics(q, qd, u).sum(),
                             argnums=(0, 1, 2)))
     table.add("jax_grad", FD, 1,
@@ -281,7 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     h = grid_rbd.register_robot(f"{args.robot}-latency", urdf_path=spec.path,
                                 floating_base=spec.floating_base, dtype=args.dtype,
                                 max_batch_size=max_batch, device=args.device,
-                                algorithm_list=[ID, FD, FD_GRAD], cache_dir=args.cache_dir)
+                                algorithm_list=[ID, FD, FD_GRAD, "forward_dynamics_vjp",
+                                                "inverse_dynamics_vjp"],
+                                cache_dir=args.cache_dir)
     cast = (lambda d: {k: v.astype(args.dtype) for k, v in d.items()})  # noqa: E731
     states = cast(make_states(h.nq, h.nv, spec.floating_base, 1, seed=20))
     big = cast(make_states(h.nq, h.nv, spec.floating_base, args.big_batch, seed=21)) \

@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     h = grid_rbd.register_robot(f"{args.robot}-latency", urdf_path=spec.path,
                                 floating_base=spec.floating_base, dtype="float32",
                                 max_batch_size=16384, device="cuda",
-                                algorithm_list=[ID, FD, FD_GRAD])
+                                algorithm_list=[ID, FD, FD_GRAD, "forward_dynamics_vjp",
+                                                "inverse_dynamics_vjp"])
     states = {k: v.astype(np.float32) for k, v in
               make_states(h.nq, h.nv, spec.floating_base, 1, seed=20).items()}
     dev = {k: torch.as_tensor(v, device="cuda") for k, v in states.items()}
@@ -149,6 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     out_fd = th.forward_dynamics(q, qd, u)
     say(f"torch bwd only wall (synchronised) "
         f"{wall_us(lambda: (torch.autograd.grad(out_fd, (q, qd, u), torch.ones_like(out_fd), retain_graph=True), torch.cuda.synchronize())):.2f} us")  # noqa: E501
+    a = torch.randn(1, 7, device="cuda", requires_grad=True)
+    say(f"floor: torch (a * 2).sum().backward() wall (synchronised) "
+        f"{wall_us(lambda: ((a * 2.0).sum().backward(), torch.cuda.synchronize())):.2f} us")
+    with torch.autograd.set_multithreading_enabled(False):
+        say(f"floor, backward on the calling thread: "
+            f"{wall_us(lambda: ((a * 2.0).sum().backward(), torch.cuda.synchronize())):.2f}"
+            f" us; ours {wall_us(lambda: (fwd_bwd(), torch.cuda.synchronize())):.2f} us")
     say(f"torch fwd+bwd FD wall (synchronised) "
         f"{wall_us(lambda: (fwd_bwd(), torch.cuda.synchronize())):.2f} us")
     say(f"torch fwd only (grad on) wall {wall_us(lambda: th.forward_dynamics(q, qd, u)):.2f} us")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from grid_codegen import transforms as T
 from grid_codegen.emit import plant as PL
 from grid_codegen.emit import second_order as SO
+from grid_codegen.emit.thread_vjp import VJP_OF, emit_vjp
 from grid_codegen.emit.writer import Writer
 from grid_codegen.joint_dynamics import JointDynamics
 from grid_codegen.model import RobotModel
@@ -279,8 +280,11 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
              for p in algorithm.inputs}
     out = Array.runtime("out", algorithm.output_size(dims), "out")
-    X = plan.transforms(kb, ports["q"])
     name = algorithm.name
+    if name in VJP_OF:  # one pass from q itself: no transforms pass of its own
+        emit_vjp(plan, kb, algorithm, ports, out)
+        return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform)
+    X = plan.transforms(kb, ports["q"])
 
     def unX(x: Sequence) -> list[tuple]:
         return A.unflatten_placements(x, nb)
@@ -407,8 +411,14 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                            [X, *(ports[p] for p in port_names)], out)
     else:
         raise KeyError(f"the thread strategy has no plan for {name!r}")
-    item = f"{name}_thread"
-    kb.emit_item_function(w, item, f"`{name}` of one item: {algorithm.doc}",
+    return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform)
+
+
+def _finish(kb: ItemBuilder, w: Writer, algorithm: Algorithm, dims: Dims,
+            joint_dynamics: JointDynamics | None, runtime_transform: bool) -> ThreadItem:
+    """Write the item function of `algorithm` over the passes `kb` has chained."""
+    item = f"{algorithm.name}_thread"
+    kb.emit_item_function(w, item, f"`{algorithm.name}` of one item: {algorithm.doc}",
                           item_params(algorithm, dims, bool(joint_dynamics
                                                             and joint_dynamics.runtime),
                                       runtime_transform))

@@ -54,8 +54,25 @@ def _q_cotangent(launch: Launcher, q: jax.Array, ct_tangent: jax.Array) -> jax.A
     return ambient_pullback(q, ct_tangent, _concat, jnp.sqrt, launch.chart)
 
 
+def _reverse_mode(launch: Launcher, method: Method, x: Arrays, ct: jax.Array,
+                  stamp: jax.Array, gravity: float) -> Arrays | None:
+    """The backward as one launch of the method's reverse-mode kernel (its q cotangent
+    already in the configuration layout), or None without one or with f_ext."""
+    if method.vjp is None or method.vjp not in launch.ids or x.get("f_ext") is not None:
+        return None
+    nq, nv = launch.dims.nq, launch.dims.nv
+    if method.vjp == "forward_dynamics_vjp":
+        out = launch.run(method.vjp, [x["q"], x["qd"], x["u"], ct], gravity, stamp=stamp)
+        return {"q": out[:, :nq], "qd": out[:, nq:nq + nv], "u": out[:, nq + nv:]}
+    out = launch.run(method.vjp, [x["q"], x["qd"], ct, x.get("qdd")], gravity, stamp=stamp)
+    return {"q": out[:, :nq], "qd": out[:, nq:]}
+
+
 def _forward_dynamics_vjp(launch: Launcher, method: Method, x: Arrays, ct: jax.Array,
                           stamp: jax.Array, gravity: float) -> Arrays:
+    reverse = _reverse_mode(launch, method, x, ct, stamp, gravity)
+    if reverse is not None:
+        return reverse
     nv = launch.dims.nv
     # One call: both launches under one admission, the stamp read once.
     jac, minv_ct = launch.run_group(
@@ -67,6 +84,9 @@ def _forward_dynamics_vjp(launch: Launcher, method: Method, x: Arrays, ct: jax.A
 
 def _inverse_dynamics_vjp(launch: Launcher, method: Method, x: Arrays, ct: jax.Array,
                           stamp: jax.Array, gravity: float) -> Arrays:
+    reverse = _reverse_mode(launch, method, x, ct, stamp, gravity)
+    if reverse is not None:
+        return reverse
     nv = launch.dims.nv
     jac = launch.run("inverse_dynamics_gradient",
                      [x["q"], x["qd"], x.get("qdd"), x.get("f_ext")], gravity, stamp=stamp)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from grid_codegen.model import GRAVITY
+from grid_rbd.reference import configuration, kinematics
 from grid_rbd.reference import crba as _crba
-from grid_rbd.reference import kinematics
 from grid_rbd.reference import rnea as _rnea
 from grid_rbd.reference import rnea_derivatives as _rnea_derivatives
 from grid_rbd.reference import rnea_second_order as _rnea_second_order
@@ -46,6 +46,25 @@ class DerivativesMixin:
         qdd, Minv = self._forward_dynamics(q, qd, u, kin, f_ext, gravity)
         return -Minv @ self._with_passive(
             self._first_order(q, qd, qdd, kin, f_ext, gravity).dtau, qd)
+
+    def forward_dynamics_vjp(self, q, qd, u, ct, gravity=GRAVITY) -> np.ndarray:
+        """`(B, nq + 2*nv)`: `ct^T d FD / d(q, qd, u)` without f_ext, q's block in the
+        configuration layout (`configuration.configuration_cotangent`), u's `M^-1 ct`."""
+        nv = self.model.nv
+        jac = self.forward_dynamics_gradient(q, qd, u, None, gravity)
+        tangent = np.einsum("bi,bij->bj", ct, jac)
+        ct_q = configuration.configuration_cotangent(self.model, q, tangent[:, :nv])
+        return np.concatenate([ct_q, tangent[:, nv:], np.einsum("bij,bj->bi", self.minv(q),
+                                                                  ct)], axis=1)
+
+    def inverse_dynamics_vjp(self, q, qd, ct, qdd=None, gravity=GRAVITY) -> np.ndarray:
+        """`(B, nq + nv)`: `ct^T d ID / d(q, qd)` without f_ext (the q block as in
+        `forward_dynamics_vjp`)."""
+        nv = self.model.nv
+        tangent = np.einsum("bi,bij->bj", ct,
+                            self.inverse_dynamics_gradient(q, qd, qdd, None, gravity))
+        ct_q = configuration.configuration_cotangent(self.model, q, tangent[:, :nv])
+        return np.concatenate([ct_q, tangent[:, nv:]], axis=1)
 
     def idsva_so(self, q, qd, qdd=None, f_ext=None, gravity=GRAVITY
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -256,3 +256,36 @@ def difference_jacobian(model: RobotModel, q0: np.ndarray, q1: np.ndarray) -> np
         span = joint.idx_v + np.arange(len(rows))
         out[np.ix_(range(len(e)), span, span)] = np.linalg.inv(Jr)
     return out
+
+
+def configuration_cotangent(model: RobotModel, q: np.ndarray, ct: np.ndarray) -> np.ndarray:
+    """The cotangent of the configuration array `q` `(B, nq)` as given (quaternions
+    read as q / |q|) from the cotangent `ct` `(B, nv)` of the local tangent chart: the
+    transpose of d(tangent)/d(q). Free flyer: `ct_p = R ct_v`; a quaternion block (free
+    flyer or ball) `ct_quat = P 2 M^T ct_w` with `M = [w I - [v]x | -v]` (so that
+    `w_local = 2 vec(conj(qn) dqn)`) and `P = (I - qn qn^T) / |quat|` (the normalisation);
+    scalar joints pass through. A planar joint's (cos, sin) pair has no such map from the
+    tangent alone (NotImplementedError)."""
+    out = np.zeros((q.shape[0], model.nq))
+    for joint in model.joints:
+        iq, iv = joint.idx_q, joint.idx_v
+        if joint.type is JointType.PLANAR:
+            raise NotImplementedError("configuration_cotangent: planar joints")
+        if joint.type in (JointType.FREE_FLYER, JointType.SPHERICAL):
+            at_quat = iq + 3 if joint.type is JointType.FREE_FLYER else iq
+            at_w = iv + 3 if joint.type is JointType.FREE_FLYER else iv
+            quat = q[:, at_quat:at_quat + 4]
+            norm = np.linalg.norm(quat, axis=1, keepdims=True)
+            qn = quat / norm
+            if joint.type is JointType.FREE_FLYER:
+                R = spatial.quat_xyzw_to_matrix(quat)
+                out[:, iq:iq + 3] = np.einsum("bij,bj->bi", R, ct[:, iv:iv + 3])
+            v, w = qn[:, :3], qn[:, 3]
+            M = np.concatenate([w[:, None, None] * np.eye(3) - spatial.skew(v),
+                                -v[:, :, None]], axis=2)
+            P = (np.eye(4) - qn[:, :, None] * qn[:, None, :]) / norm[:, :, None]
+            g = 2.0 * np.einsum("bji,bj->bi", M, ct[:, at_w:at_w + 3])
+            out[:, at_quat:at_quat + 4] = np.einsum("bij,bj->bi", P, g)
+        else:
+            out[:, iq:iq + joint.nq] = ct[:, iv:iv + joint.nv]
+    return out

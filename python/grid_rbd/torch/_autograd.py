@@ -3,7 +3,10 @@
 inverse_dynamics (q, qd) and end_effector_pose (q).
 
 The forward runs `grid_rbd::run_stamped`, saving the model-version stamp its launch
-wrote; the backward's launches (the gradient kernel, and for forward dynamics M^-1 ct)
+wrote. Where the artifact has the method's reverse-mode kernel (`Method.vjp`:
+forward_dynamics_vjp, inverse_dynamics_vjp) and no f_ext was given, the backward is that
+one launch, its q cotangent already in q's layout (under torch.compile, as
+`run_checked`). Otherwise the backward's launches (the gradient kernel, and for forward dynamics M^-1 ct)
 run as one group under one admission of the context, which reads the stamp once and
 refuses when the context was mutated since (`run_checked_group` / `run_checked` under
 torch.compile). Cotangents, with J the gradient kernel's (B, rows, 2*nv) or (B, rows, nv)
@@ -68,6 +71,23 @@ class AnalyticFunction(torch.autograd.Function):
         if not any(needs[k] for k, port in enumerate(method.inputs)
                    if port.name in method.differentiable):
             return (None,) * (5 + len(inputs))  # only residuals asked: zero cotangents
+        compiling = torch.compiler.is_compiling()
+        handle = _ops._runner(ctx.runner) if compiling else ctx.handle
+        reverse = handle._vjp_inputs(name, inputs, ct)
+        if reverse is not None:  # one reverse-mode launch: [q (nq) | qd (| u)]
+            vjp, ordered = reverse
+            cotangents = (_ops.run_checked(ctx.runner, vjp, ordered, ctx.gravity, stamp)
+                          if compiling else handle._launch_vjp(name, ordered, ctx.gravity,
+                                                               stamp))
+            count = len(method.differentiable)  # the leading inputs, in table order
+            nq = cotangents.shape[1] - (count - 1) * nv
+            grads: list[torch.Tensor | None] = [None] * len(inputs)
+            at = 0
+            for k, width in enumerate((nq, nv, nv)[:count]):
+                if needs[k]:
+                    grads[k] = cotangents[:, at:at + width]
+                at += width
+            return (None, None, None, None, None, *grads)
         solve = name in _FORWARD_DYNAMICS and needs[2]
         gradient = method.gradient
         if torch.compiler.is_compiling():

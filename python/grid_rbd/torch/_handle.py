@@ -91,6 +91,9 @@ class TorchRobotHandle(FrameworkHandle):
                                    ([self._ids[m.name]] if solve else []))
             for m in METHODS if m.differentiable and m.name in self._ids
             and m.gradient in self._ids for solve in (False, True)}
+        # The reverse-mode kernels: one launch per backward (no f_ext), stamp read once.
+        self._vjps = {m.name: (m.vjp, group(base._binding, [self._ids[m.vjp]]))
+                      for m in METHODS if m.vjp in self._ids and m.name in self._ids}
 
     def _require(self, method: Method) -> int:
         if torch.compiler.is_compiling():  # traced: the launch itself refuses a closed one
@@ -204,6 +207,31 @@ class TorchRobotHandle(FrameworkHandle):
         stream = _ops.current_stream(self._device) if self._is_cuda else 0
         group(stream, stamp.data_ptr(), *args)
         return jacobian, solved
+
+    def _vjp_inputs(self, name: str, inputs: list[torch.Tensor | None], ct: torch.Tensor
+                    ) -> tuple[str, list[torch.Tensor | None]] | None:
+        """The reverse-mode kernel of `name`'s backward and its inputs in table order, or
+        None when this artifact has none or an f_ext was given (the Jacobian path)."""
+        found = self._vjps.get(name)
+        if found is None or inputs[3] is not None:
+            return None
+        vjp = found[0]
+        q, qd, third = inputs[0], inputs[1], inputs[2]
+        ct = ct.resolve_neg().contiguous()  # it may arrive expanded or as a negated view
+        return vjp, [q, qd, third, ct] if vjp == "forward_dynamics_vjp" else [q, qd, ct, third]
+
+    def _launch_vjp(self, name: str, ordered: list[torch.Tensor | None], gravity: float,
+                    stamp: torch.Tensor) -> torch.Tensor:
+        """A backward as one reverse-mode launch (stamp read once): `(B, nq + k nv)`
+        cotangents of q (its configuration layout), qd (and u)."""
+        vjp, group = self._vjps[name]
+        batch = ordered[0].shape[0]
+        out = torch.empty((batch, *self._output_shapes[vjp]), dtype=self._dtype,
+                          device=self._device)
+        stream = _ops.current_stream(self._device) if self._is_cuda else 0
+        group(stream, stamp.data_ptr(), out.data_ptr(), batch, gravity, 4,
+              *[0 if t is None else t.data_ptr() for t in ordered])
+        return out
 
     def _differentiate(self, method: Method, inputs: list[torch.Tensor | None],
                        gravity: float) -> torch.Tensor:

@@ -200,6 +200,11 @@ class Context {
   // Unstaged CPU calls launch on the caller's own arrays and do not take it.
   std::mutex staging_mutex_;
   StagingArena arena_;
+  // A backward's stamp is read into page-locked memory: a read into pageable memory
+  // makes the driver stage it and wait for the stream by its own (slow, sleeping) means
+  // when the forward is still in flight. One read at a time per context.
+  mutable std::mutex stamp_mutex_;
+  PinnedHostBuffer stamp_host_;
   std::mutex close_mutex_;  // serialises close() callers
 };
 

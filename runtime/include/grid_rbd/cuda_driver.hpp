@@ -23,6 +23,9 @@ class CudaDriver {
   void destroy_stream(int device, void* stream) const;
   /// Waits until all work of `device` (every stream) has completed; false on an error.
   bool synchronize_device(int device) const;
+  /// Whether kernels on `device` can read and write page-locked host memory at its host
+  /// address (host memory mapping in one unified address space).
+  bool kernels_reach_pinned_memory(int device) const;
   /// Whether work enqueued on `stream` is being recorded into a graph instead of run.
   bool is_capturing(void* stream) const;
 

@@ -30,6 +30,8 @@ struct DeviceProfile {
   bool caller_owned_slab = false;           // arenas come from the artifact's allocator
   bool own_stream = false;                  // the context submits on a stream of its own
   std::string stream_note;                  // why not, on a GPU artifact
+  bool mapped_staging = false;              // small host calls run on the page-locked
+                                            // mirror itself (no copies; see Context)
 };
 
 /// Whether a kernel image for `arch` ("sm_XY") runs on a device of compute capability
