@@ -216,12 +216,13 @@ def test_every_strategy_matches_reference(robot, strategy):
 
 
 def test_dispatch_tables():
-    """An `auto` artifact carries every strategy; the CPU default picks the thread
-    strategy (SIMD over items), a state's table can be replaced and restored, bad tables
-    are refused, and a single-strategy artifact carries only that variant."""
+    """An `auto` artifact carries every strategy (and a vector configuration's FD
+    gradient the rows strategy, tests/test_vjp_kernels.py); the CPU default picks the
+    thread strategy (SIMD over items), a state's table can be replaced and restored, bad
+    tables are refused, and a single-strategy artifact carries only that variant."""
     artifact, _ = build_cached("iiwa14", dtype="float64")
     info = artifact.algorithms["forward_dynamics_gradient"]
-    assert info.variants == ("thread", "warp", "block")
+    assert info.variants == ("thread", "warp", "block", "rows")
     assert info.dispatch == ((1, 0),)
     state = artifact.state()
     assert state.chosen_variant("forward_dynamics_gradient", 1) == "thread"

@@ -113,6 +113,25 @@ def test_gpu_small_host_calls_run_on_the_mapped_mirror(gpu, ref, batch):
         assert scaled_error(got, expected) < 1e-3
 
 
+@pytest.mark.parametrize("batch", [1, 5, 300])
+def test_gpu_fd_gradient_rows_strategy(gpu, ref, batch):
+    """The FD gradient's rows strategy (one thread per output row through the reverse-mode
+    pass) on the GPU against the reference, without and with f_ext (its fallback)."""
+    ctx = gpu.context()
+    try:
+        assert "rows" in ctx.variants("forward_dynamics_gradient")
+        ctx.set_variant_for("forward_dynamics_gradient", "rows")
+        s = random_states(ref.model, batch, seed=6)
+        q, qd, u, fe = (np.ascontiguousarray(x, np.float32) for x in (s.q, s.qd, s.u, s.f_ext))
+        d = [x.astype(np.float64) for x in (q, qd, u, fe)]
+        assert scaled_error(ctx.forward_dynamics_gradient(q, qd, u),
+                            ref.forward_dynamics_gradient(d[0], d[1], d[2])) < 1e-3
+        assert scaled_error(ctx.forward_dynamics_gradient(q, qd, u, fe),
+                            ref.forward_dynamics_gradient(*d)) < 1e-3
+    finally:
+        ctx.close()
+
+
 def test_gpu_a_closed_contexts_captured_memory_is_kept(gpu, ref):
     """A torch.cuda.graph the caller recorded around a torch call cannot be refused by
     the runtime: after the context closes, its replay must not touch freed memory (the

@@ -14,7 +14,10 @@ The GPU model (one H200-class device; coarse by design, it only has to rank vari
 * warp: 32 lanes share an item whose level-synchronous form does ~3x the traced
   operations (no constant folding across units) at ~25% lane efficiency
   (latency `3 ops / 8` ns); throughput ~4 Top/s of traced work;
-* block: as warp, with block barriers: latency `3 ops / 6` ns, throughput ~2 Top/s.
+* block: as warp, with block barriers: latency `3 ops / 6` ns, throughput ~2 Top/s;
+* rows (the FD gradient of a vector configuration, `emit.rows`): a reverse-mode pass of
+  `ops` per thread, nv threads per item: the thread strategy's rates over `work` = nv
+  passes per item.
 Each launch costs ~3 us. On the CPU the thread strategy runs on SIMD vectors of items and
 is always chosen when present (the others are serial emulations there).
 """
@@ -39,6 +42,7 @@ _GPU = {  # strategy: (latency seconds per traced op, throughput traced ops per 
     "thread": (1.0e-9, 15e12),
     "warp": (3.0 / 8.0 * 1e-9, 4e12),
     "block": (3.0 / 6.0 * 1e-9, 2e12),
+    "rows": (1.0e-9, 15e12),
 }
 
 
@@ -49,12 +53,14 @@ class Variant:
 
     strategy: str
     ops: int
+    work: int = 0  # traced operations per item across its threads (0: `ops`)
 
 
 def predicted_seconds(variant: Variant, batch: int) -> float:
     latency, rate = _GPU[variant.strategy]
     ops = max(variant.ops, 1)
-    return LAUNCH_S + max(ops * latency, ops * batch / rate)
+    work = max(variant.work, ops)
+    return LAUNCH_S + max(ops * latency, work * batch / rate)
 
 
 def gpu_dispatch(variants: Sequence[Variant], max_batch: int) -> list[tuple[int, int]]:

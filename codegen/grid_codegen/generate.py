@@ -16,6 +16,7 @@ from grid_codegen.emit import BUILDERS
 from grid_codegen.emit.algorithm import EmitContext, emit_level_item
 from grid_codegen.emit.kernels import VariantInfo, emit_level_variant, emit_thread_variant
 from grid_codegen.emit.prelude import emit_prelude
+from grid_codegen.emit.rows import emit_rows_variant, rows_applicable
 from grid_codegen.emit.strategy import make_strategy
 from grid_codegen.emit.thread import TooLarge, build_thread_item
 from grid_codegen.emit.wrapper import AlgorithmBuild, emit_unit, emit_wrapper, unit_file
@@ -104,6 +105,7 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
             tuple(dispatch.gpu_dispatch(model_variants, options.max_batch_size)),
             tuple(dispatch.cpu_dispatch(model_variants))))
 
+    _add_rows_variant(builds, kernels, model, dims, options, joint_table, transform_table)
     if device_api and collision is not None:  # the world distances' kinematics item
         from grid_codegen.collision.emit import build_kinematics_item
 
@@ -138,6 +140,31 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
         for build in builds:
             files[unit_file(build.algorithm.name)] = emit_unit(model, options, build)
     return files
+
+
+def _add_rows_variant(builds: list[AlgorithmBuild], kernels: Writer, model: RobotModel,
+                      dims: Dims, options: CodegenOptions, joint_table: int,
+                      transform_table: int) -> None:
+    """The FD gradient's rows strategy (`emit.rows`), once the reverse-mode pass it calls
+    is built; its default dispatch tables are recomputed with it."""
+    at = {b.algorithm.name: k for k, b in enumerate(builds)}
+    k, v = at.get("forward_dynamics_gradient"), at.get("forward_dynamics_vjp")
+    if k is None or v is None or not levels_cover(model):
+        return
+    build = builds[k]
+    if not rows_applicable(build.algorithm, dims, options.algorithms, options.strategy):
+        return
+    vjp_ops = builds[v].variants[0].ops
+    rows = emit_rows_variant(kernels, build.algorithm, dims, f"{builds[v].algorithm.name}_thread",
+                             vjp_ops, build.variants[0].strategy, bool(joint_table),
+                             bool(transform_table))
+    ops = max(x.ops for x in build.variants)
+    model_variants = [dispatch.Variant(x.strategy, ops) for x in build.variants]
+    model_variants.append(dispatch.Variant("rows", vjp_ops, vjp_ops * dims.nv))
+    builds[k] = AlgorithmBuild(
+        build.algorithm, (*build.variants, rows),
+        tuple(dispatch.gpu_dispatch(model_variants, options.max_batch_size)),
+        tuple(dispatch.cpu_dispatch(model_variants)))
 
 
 def levels_cover(model: RobotModel) -> bool:
