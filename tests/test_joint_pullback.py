@@ -4,7 +4,10 @@ maps them to the configuration's own coordinates block by block (meta.json's
 "q_chart"). Checked against central differences, coordinate by coordinate, of the
 float64 reference (which evaluates the rotation of quat/|quat| and of (c, s)/|(c, s)|,
 as the kernels do) at configurations off the unit sphere, and by torch's gradcheck /
-jax's check_grads on the handles' own values. Float64 CPU builds, one per robot."""
+jax's check_grads on the handles' own values. With `f_ext` the dynamics' backward is the
+gradient kernel and this pullback (so is the end-effector pose's, always); without it,
+the artifact's reverse-mode kernels (`*_vjp`, whose q cotangent is already in q's
+layout), checked the same way. Float64 CPU builds, one per robot."""
 
 from __future__ import annotations
 
@@ -95,13 +98,18 @@ def _close(actual, expected, tol, what):
     assert err <= tol, f"{what}: relative error {err:.2e} > {tol:.0e}"
 
 
-def _cases(ref, q, qd, qdd, u):
+def _cases(ref, q, qd, qdd, u, fe):
     """(method, its inputs, the reference as a function of q) for each differentiable
-    method of the core profile."""
-    return [("inverse_dynamics", (q, qd, qdd), lambda x: ref.inverse_dynamics(x, qd, qdd)),
-            ("forward_dynamics", (q, qd, u), lambda x: ref.forward_dynamics(x, qd, u)),
-            ("aba", (q, qd, u), lambda x: ref.aba(x, qd, u)),
+    method of the core profile (`fe`: f_ext or None)."""
+    return [("inverse_dynamics", (q, qd, qdd, fe),
+             lambda x: ref.inverse_dynamics(x, qd, qdd, fe)),
+            ("forward_dynamics", (q, qd, u, fe), lambda x: ref.forward_dynamics(x, qd, u, fe)),
+            ("aba", (q, qd, u, fe), lambda x: ref.aba(x, qd, u, fe)),
             ("end_effector_pose", (q,), ref.end_effector_pose)]
+
+
+def _f_ext(ref, batch, given):
+    return np.random.default_rng(7).uniform(-2, 2, (batch, 6 * ref.nb)) if given else None
 
 
 def test_meta_records_the_joint_layout(robots):
@@ -127,27 +135,29 @@ def test_mimic_layout_is_in_reduced_coordinates():
         {"type": "spherical", "idx_q": 1, "idx_v": 1}]
 
 
+@pytest.mark.parametrize("with_f_ext", [True, False], ids=["pullback", "vjp_kernel"])
 @pytest.mark.parametrize("name", list(ROBOTS))
-def test_torch_q_gradient_matches_reference_differences(robots, name):
+def test_torch_q_gradient_matches_reference_differences(robots, name, with_f_ext):
     h, ref = robots[name]
     th = with_backend(h, "torch")
     q, qd, qdd, u = _state(ref.model, seed=len(name))
-    for method, inputs, f in _cases(ref, q, qd, qdd, u):
+    for method, inputs, f in _cases(ref, q, qd, qdd, u, _f_ext(ref, len(q), with_f_ext)):
         w = np.random.default_rng(3).normal(size=f(q).shape)
         tq = torch.tensor(q, requires_grad=True)
-        rest = [torch.tensor(x) for x in inputs[1:]]
+        rest = [None if x is None else torch.tensor(x) for x in inputs[1:]]
         (getattr(th, method)(tq, *rest) * torch.from_numpy(w)).sum().backward()
         _close(tq.grad.numpy(), _ambient_differences(f, q, w), 1e-6, f"{name} {method}")
 
 
+@pytest.mark.parametrize("with_f_ext", [True, False], ids=["pullback", "vjp_kernel"])
 @pytest.mark.parametrize("name", list(ROBOTS))
-def test_jax_q_gradient_matches_reference_differences(robots, name):
+def test_jax_q_gradient_matches_reference_differences(robots, name, with_f_ext):
     h, ref = robots[name]
     jh = with_backend(h, "jax")
     q, qd, qdd, u = _state(ref.model, seed=10 + len(name))
-    for method, inputs, f in _cases(ref, q, qd, qdd, u):
+    for method, inputs, f in _cases(ref, q, qd, qdd, u, _f_ext(ref, len(q), with_f_ext)):
         w = np.random.default_rng(4).normal(size=f(q).shape)
-        rest = [jnp.asarray(x) for x in inputs[1:]]
+        rest = [None if x is None else jnp.asarray(x) for x in inputs[1:]]
 
         def loss(x, method=method, rest=rest, w=w):
             return (getattr(jh, method)(x, *rest) * w).sum()
@@ -164,9 +174,10 @@ def test_torch_gradcheck(robots, name):
     h, ref = robots[name]
     th = with_backend(h, "torch")
     q, qd, qdd, u = (torch.tensor(x[:2], requires_grad=True) for x in _state(ref.model, 21))
-    assert torch.autograd.gradcheck(lambda a, b, c: th.forward_dynamics(a, b, c),
+    fe = torch.tensor(_f_ext(ref, 2, True))
+    assert torch.autograd.gradcheck(lambda a, b, c: th.forward_dynamics(a, b, c, fe),
                                     (q, qd, u), eps=1e-6, atol=1e-4, rtol=1e-5)
-    assert torch.autograd.gradcheck(lambda a, b: th.inverse_dynamics(a, b, qdd.detach()),
+    assert torch.autograd.gradcheck(lambda a, b: th.inverse_dynamics(a, b, qdd.detach(), fe),
                                     (q, qd), eps=1e-6, atol=1e-4, rtol=1e-5)
     assert torch.autograd.gradcheck(th.end_effector_pose, (q,), eps=1e-6, atol=1e-4,
                                     rtol=1e-5)
@@ -179,10 +190,13 @@ def test_jax_check_grads(robots, name):
     h, ref = robots[name]
     jh = with_backend(h, "jax")
     q, qd, qdd, u = (jnp.asarray(x[:2]) for x in _state(ref.model, 22))
-    check_grads(lambda a, b, c: jh.forward_dynamics(a, b, c), (q, qd, u), order=1,
+    fe = jnp.asarray(_f_ext(ref, 2, True))
+    check_grads(lambda a, b, c: jh.forward_dynamics(a, b, c, fe), (q, qd, u), order=1,
                 modes=["rev"], eps=1e-6, atol=1e-4, rtol=1e-5)
-    check_grads(lambda a: jh.inverse_dynamics(a, qd, qdd), (q,), order=1, modes=["rev"],
-                eps=1e-6, atol=1e-4, rtol=1e-5)
+    check_grads(lambda a: jh.inverse_dynamics(a, qd, qdd, fe), (q,), order=1,
+                modes=["rev"], eps=1e-6, atol=1e-4, rtol=1e-5)
+    check_grads(jh.end_effector_pose, (q,), order=1, modes=["rev"], eps=1e-6, atol=1e-4,
+                rtol=1e-5)
 
 
 def test_quaternion_and_pair_cotangents_have_no_radial_part(robots):
@@ -192,7 +206,8 @@ def test_quaternion_and_pair_cotangents_have_no_radial_part(robots):
     th = with_backend(h, "torch")
     q, qd, qdd, _ = _state(ref.model, 30)
     tq = torch.tensor(q, requires_grad=True)
-    th.inverse_dynamics(tq, torch.tensor(qd), torch.tensor(qdd)).pow(2).sum().backward()
+    fe = torch.tensor(_f_ext(ref, len(q), True))  # the gradient kernel and the pullback
+    th.inverse_dynamics(tq, torch.tensor(qd), torch.tensor(qdd), fe).pow(2).sum().backward()
     g = tq.grad.numpy()
     planar, ball = g[:, 2:4], g[:, 5:9]
     assert np.abs(planar).max() > 1e-3 and np.abs(ball).max() > 1e-3
@@ -201,24 +216,23 @@ def test_quaternion_and_pair_cotangents_have_no_radial_part(robots):
 
 
 def test_refusal_only_without_a_recorded_layout(robots):
-    """The refusal of a q cotangent now fires only for an entry whose meta.json predates
-    the layout (and whose q is not a free-flyer root's): simulated by dropping it."""
+    """The refusal of a q cotangent through the pullback now fires only for an entry
+    whose meta.json predates the layout (and whose q is not a free-flyer root's):
+    simulated by dropping it. (The pose's backward always takes the pullback.)"""
     h, ref = robots["one_ball"]
     th = with_backend(h, "torch")
-    q, qd, qdd, _ = _state(ref.model, 40)
+    q, *_ = _state(ref.model, 40)
     tq = torch.tensor(q, requires_grad=True)
-    th.inverse_dynamics(tq, torch.tensor(qd), torch.tensor(qdd)).sum().backward()
+    th.end_effector_pose(tq).sum().backward()
     assert np.abs(tq.grad.numpy()).max() > 1e-3  # no refusal: a real cotangent
     recorded = h._meta.pop("q_chart")
     try:
         assert th.tangent_chart is None
         with pytest.raises(NotImplementedError, match="force_rebuild=True"):
-            th.inverse_dynamics(torch.tensor(q, requires_grad=True), torch.tensor(qd),
-                                torch.tensor(qdd))
+            th.end_effector_pose(torch.tensor(q, requires_grad=True))
         jh = with_backend(h, "jax")
         with pytest.raises(NotImplementedError, match="force_rebuild=True"):
-            jax.grad(lambda x: jh.inverse_dynamics(x, jnp.asarray(qd),
-                                                   jnp.asarray(qdd)).sum())(jnp.asarray(q))
+            jax.grad(lambda x: jh.end_effector_pose(x).sum())(jnp.asarray(q))
     finally:
         h._meta["q_chart"] = recorded
 

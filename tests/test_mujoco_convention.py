@@ -217,7 +217,9 @@ def test_single_states_out_and_errors(case):
     with pytest.raises(TypeError, match="unexpected keyword"):
         h.inverse_dynamics(q, qd, qddd=qdd)
     if case.floating:
-        with pytest.raises(NotImplementedError, match="MuJoCo convention"):
+        with pytest.raises(NotImplementedError, match="Pinocchio's state only"):
+            h.plant_step_gradient_euler  # noqa: B018 - the refusal is on access
+        with pytest.raises(RuntimeError, match="world_kinematics"):  # converted; not built
             h.frame_jacobian(q, "thigh")
         q_pin, qd_pin = grid_rbd.mujoco_to_pinocchio(q, qd)
         _close(h.pinocchio.inverse_dynamics(q_pin, qd_pin, None),
@@ -246,6 +248,19 @@ def test_option_checks_and_keys(case, tmp_path):
     with pytest.raises(ValueError, match="enable_mujoco_kernels=False"):
         grid_rbd.as_mujoco(again[1])
     assert isinstance(grid_rbd.as_mujoco(again[0]), grid_rbd.MujocoHandle)
+
+
+def test_other_joint_charts_are_refused(tmp_path):
+    """A ball joint has nq == nv + 1 as a free-flyer root does: the MuJoCo convention,
+    written for a free-flyer root, must not take it for one."""
+    urdf = ('<robot name="one_ball"><link name="a"/><link name="b"><inertial><mass '
+            'value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>'
+            '</inertial></link><joint name="ball" type="spherical"><parent link="a"/>'
+            '<child link="b"/></joint></robot>')
+    with pytest.raises(ValueError, match="free-flyer root"):
+        grid_rbd.register_robot("mj_one_ball", urdf_string=urdf, dtype="float64",
+                                device="cpu", algorithm_list=["inverse_dynamics"],
+                                output_convention="mujoco", cache_dir=tmp_path)
 
 
 def _tangent_directional(q, k, eps):

@@ -30,16 +30,30 @@ from typing import Any
 
 import numpy as np
 
+from grid_rbd import _mujoco_derivatives as D
+from grid_rbd._collision import CollisionMethods
+from grid_rbd._contacts import ContactMethods
+from grid_rbd._frames import FrameMethods
+from grid_rbd._methods import BY_NAME
+from grid_rbd._mujoco_plant import MujocoChart, MujocoStepper, state_tracking_cost
+from grid_rbd._parameters import ParameterOperands
+from grid_rbd._plant import PlantMethods
+
 CONVENTIONS = ("pinocchio", "mujoco")
 ENV_FLAG = "GRID_ENABLE_MUJOCO_KERNELS"
 
-#: The methods converted exactly; the others are refused on a floating base.
+#: Kernel methods whose outputs are converted exactly (`_CONVERT`); the methods composed
+#: from them (frames, contacts, collision, plant, costs, parameters: `_COMPOSED`) run on
+#: the converted kernels. Any other method is refused on a floating base.
 CONVERTED = ("inverse_dynamics", "rnea", "forward_dynamics", "fd", "aba", "crba", "minv",
              "inverse_dynamics_gradient", "forward_dynamics_gradient", "end_effector_pose",
              "end_effector_pose_gradient", "generalized_gravity", "nonlinear_effects",
              "com", "ccrba", "energy", "kinetic_energy_regressor",
              "potential_energy_regressor", "inverse_dynamics_regressor", "fk_batched",
-             "world_kinematics")
+             "world_kinematics", "coriolis_matrix", "dccrba", "cmm_time_variation",
+             "end_effector_pose_hessian", "idsva_so", "fdsva_so", "sphere_positions",
+             "sphere_positions_gradient", "self_collision_distance",
+             "self_collision_distance_gradient")
 
 #: Attributes that do not depend on the chart, forwarded to the wrapped handle.
 _FORWARDED = frozenset((
@@ -49,7 +63,11 @@ _FORWARDED = frozenset((
     "registration", "ctx_id", "model_version", "device_profile", "closed", "close",
     "close_arena", "set_inertia_params", "get_inertia_params", "set_threads_for",
     "set_threads_per_block", "set_variant_for", "variants", "clear_launch_overrides",
-    "launch_overrides", "pinned_empty", "allow_fp64", "floating_base", "frame_names"))
+    "launch_overrides", "pinned_empty", "allow_fp64", "floating_base", "frame_names",
+    "set_transform_params", "get_transform_params", "runtime_transform",
+    "set_joint_dynamics", "get_joint_dynamics", "runtime_joint_dynamics"))
+
+
 
 
 def mujoco_kernels_default() -> bool:
@@ -214,13 +232,35 @@ class Chart:
 
 
 # -- the handle ---------------------------------------------------------------------------
-class MujocoHandle:
+class _Composed:
+    """A method (or property) of the handles' mixins, composed from kernel methods: on a
+    floating base it runs on the MuJoCo handle, so over the converted kernels; on a fixed
+    base it is the wrapped handle's own. Absent when the wrapped handle lacks it."""
+
+    def __init__(self, name: str, impl: Any) -> None:
+        self.name, self.impl = name, impl
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        if obj is None:
+            return self.impl
+        inner = obj._inner
+        if getattr(type(inner), self.name, None) is None:
+            raise AttributeError(f"{type(inner).__name__} has no {self.name}")
+        if not obj._floating:
+            return getattr(inner, self.name)
+        return self.impl.__get__(obj, owner)
+
+
+class MujocoHandle(FrameMethods, ContactMethods, CollisionMethods, PlantMethods,
+                   ParameterOperands):
     """A handle (numpy, JAX or torch) whose methods take and return the free joint in
     MuJoCo's convention: `q` (B, nq) = [p, quat w, x, y, z, joints]; `qd`, `qdd`, `u` and
     every (B, nv) output on MuJoCo's chart [v world, omega local, joints]; `crba`/`minv`
     `G M G^T`; gradients `[d/d(mj_integratePos tangent) | d/dqd]` (what mjd_inverseFD
-    and mjd_transitionFD differentiate). `f_ext` stays body-local. `pinocchio` is the
-    wrapped handle. On a fixed base it is the identity and every method is forwarded."""
+    and mjd_transitionFD differentiate), second derivatives iterated along
+    `mj_integratePos`; the plant layer integrates over MuJoCo's chart (MuJoCo's Euler and
+    RK4: `grid_rbd._mujoco_plant`). `f_ext` stays body-local. `pinocchio` is the wrapped
+    handle. On a fixed base it is the identity and every method is forwarded."""
 
     output_convention = "mujoco"
 
@@ -231,9 +271,18 @@ class MujocoHandle:
             raise ValueError(f"{inner.name} was registered with enable_mujoco_kernels="
                              "False (Pinocchio convention only); register it without that "
                              "flag for the MuJoCo convention")
+        from grid_rbd._framework import tangent_chart
+
+        chart = tangent_chart(inner.nq, inner.nv, _base_of(inner)._meta)
+        if chart not in ("vector", "free_flyer"):
+            raise ValueError(
+                f"{inner.name}: the MuJoCo convention is provided for a fixed base of "
+                "hinge and slide joints and for a free-flyer root (registered with "
+                f"floating_base=True); this robot's configuration has {chart!r} blocks "
+                "(ball, planar or inner floating joints)")
         self._inner = inner
         self._ops = _Ops(_backend_of(inner))
-        self._floating = inner.nq == inner.nv + 1
+        self._floating = chart == "free_flyer"
 
     @property
     def pinocchio(self) -> Any:
@@ -247,12 +296,52 @@ class MujocoHandle:
         if name.startswith("__") or name == "_inner":
             raise AttributeError(name)
         value = getattr(self._inner, name)
-        if not self._floating or name in _FORWARDED:
+        # Private attributes are the wrapped handle's data and helpers (its dtype, meta,
+        # array conversion); the methods composed over states are this class's own.
+        if not self._floating or name in _FORWARDED or name.startswith("_"):
             return value
         raise NotImplementedError(
-            f"{name} is not available in the MuJoCo convention yet (converted: "
-            f"{', '.join(CONVERTED)}); call handle.pinocchio.{name} with Pinocchio's "
-            "state (grid_rbd.mujoco_to_pinocchio converts q and qd)")
+            f"{name} takes Pinocchio's state only (the plant profile's fused steps, the "
+            "VJP kernels, the JAX _checked/_stamped twins); in the MuJoCo convention use "
+            f"the converted methods ({', '.join(CONVERTED)}, and the frame, contact, "
+            "collision, plant, cost and parameter methods), or call "
+            f"handle.pinocchio.{name} with grid_rbd.mujoco_to_pinocchio(q, qd)")
+
+    # -- what the composed methods take from the wrapped handle --------------------------
+    def _frame_table(self) -> Any:
+        return self._inner._frame_table()  # one table: a tool's tip is seen by every view
+
+    def _tool_owner(self) -> Any:
+        return self._inner._tool_owner()
+
+    def _as_array(self, x: Any) -> Any:
+        return self._inner._as_array(x)
+
+    def _stop_gradient(self, x: Any) -> Any:
+        return self._inner._stop_gradient(x)
+
+    def _needs_gradient(self, x: Any) -> bool:
+        return self._inner._needs_gradient(x)
+
+    # -- the plant layer over MuJoCo's chart (grid_rbd._mujoco_plant) --------------------
+    def _stepper(self, like: Any, gravity: float) -> Any:
+        dynamics = PlantMethods._stepper(self, like, gravity).dynamics  # converted ones
+        return MujocoStepper(MujocoChart(self.nq, self.nv, like), dynamics)
+
+    def _lie_groups(self, method: str) -> list[tuple[int, range]]:
+        """The free joint's rotation, a subgroup of SE(3) (its position adds)."""
+        return [(3, range(3, 6))]
+
+    def _frame_jacobian_dot(self, q: Any, qd: Any, frame: Any,
+                            reference_frame: str = "LOCAL_WORLD_ALIGNED") -> Any:
+        """`(B, 6, nv)`: `d/dt frame_jacobian` along MuJoCo's `qvel` (`(Jdot - J Omega)
+        G^T`: `grid_rbd._mujoco_derivatives`). Forward-only."""
+        return D.frame_jacobian_dot(self, q, qd, frame, reference_frame)
+
+    def _quadratic_state_cost(self, x: Any, x_des: Any, Q: Any) -> tuple[Any, Any, Any]:
+        """`1/2 e^T Q e`, `e = [mj_differentiatePos(q_des -> q), qd - qd_des]`: value,
+        gradient `(B, 2nv)` and Gauss-Newton Hessian in MuJoCo's tangent."""
+        return state_tracking_cost(self, x, x_des, Q)
 
     def __enter__(self) -> MujocoHandle:
         return self
@@ -444,17 +533,6 @@ def _world_kinematics(h: MujocoHandle, c: Chart, v: dict, kw: dict) -> Any:
     return rotations, positions, c.cols(subspace), twists
 
 
-_PORTS = {
-    "inverse_dynamics": ("q", "qd", "qdd", "f_ext"), "forward_dynamics":
-    ("q", "qd", "u", "f_ext"), "aba": ("q", "qd", "u", "f_ext"), "crba": ("q",),
-    "minv": ("q",), "inverse_dynamics_gradient": ("q", "qd", "qdd", "f_ext"),
-    "forward_dynamics_gradient": ("q", "qd", "u", "f_ext"), "end_effector_pose": ("q",),
-    "end_effector_pose_gradient": ("q",), "generalized_gravity": ("q",),
-    "nonlinear_effects": ("q", "qd"), "com": ("q",), "ccrba": ("q", "qd"),
-    "energy": ("q", "qd"), "kinetic_energy_regressor": ("q", "qd"),
-    "potential_energy_regressor": ("q",), "inverse_dynamics_regressor":
-    ("q", "qd", "qdd"), "fk_batched": ("q",), "world_kinematics": ("q", "qd")}
-
 _CONVERT = {
     "inverse_dynamics": _id, "forward_dynamics": _fd("forward_dynamics"),
     "aba": _fd("aba"), "crba": _matrix("crba"), "minv": _matrix("minv"),
@@ -467,12 +545,37 @@ _CONVERT = {
     "energy": _q_qd("energy"), "kinetic_energy_regressor": _q_qd("kinetic_energy_regressor"),
     "potential_energy_regressor": _q_only("potential_energy_regressor"),
     "inverse_dynamics_regressor": _regressor, "fk_batched": _q_only("fk_batched"),
-    "world_kinematics": _world_kinematics}
+    "world_kinematics": _world_kinematics,
+    "coriolis_matrix": D.coriolis_matrix, "dccrba": D.dccrba,
+    "cmm_time_variation": D.cmm_time_variation,
+    "end_effector_pose_hessian": D.end_effector_pose_hessian,
+    "idsva_so": D.idsva_so, "fdsva_so": D.fdsva_so,
+    "sphere_positions": _q_only("sphere_positions"),
+    "sphere_positions_gradient": lambda h, c, v, kw: D.tangent_columns(
+        h, c, h._call("sphere_positions_gradient", kw, c.q)),
+    "self_collision_distance": _q_only("self_collision_distance"),
+    "self_collision_distance_gradient": lambda h, c, v, kw: D.tangent_columns(
+        h, c, h._call("self_collision_distance_gradient", kw, c.q))}
+assert set(_CONVERT) == set(CONVERTED) - {"rnea", "fd"}
+
+#: Every kernel method's inputs, from the one method table.
+_PORTS = {name: tuple(p.name for p in BY_NAME[name].inputs) for name in _CONVERT}
 
 for _name in _CONVERT:
     setattr(MujocoHandle, _name, _method(_name))
 MujocoHandle.rnea = MujocoHandle.inverse_dynamics
 MujocoHandle.fd = MujocoHandle.forward_dynamics
+
+#: The mixins' methods composed from kernel methods (module doc of each mixin), with the
+#: two whose chart enters beyond their kernels written for MuJoCo's.
+_OWN = {"frame_jacobian_dot": MujocoHandle._frame_jacobian_dot,
+        "quadratic_state_cost": MujocoHandle._quadratic_state_cost}
+_COMPOSED = sorted({name for mixin in (FrameMethods, ContactMethods, CollisionMethods,
+                                       PlantMethods, ParameterOperands)
+                    for name in vars(mixin) if not name.startswith("_")})
+for _name in _COMPOSED:
+    setattr(MujocoHandle, _name, _Composed(_name, _OWN.get(_name,
+                                                          getattr(MujocoHandle, _name))))
 
 
 def as_mujoco(handle: Any) -> MujocoHandle:
