@@ -66,7 +66,12 @@ def test_options_are_validated(bad):
 
 
 def test_registry_covers_every_algorithm():
-    assert tuple(BUILDERS) == ALGORITHMS
+    """Every core algorithm has a level-synchronous builder, except the reverse-mode
+    kernels, which are thread passes only (emit.thread_vjp)."""
+    from grid_codegen.emit.thread_vjp import VJP_OF
+
+    assert tuple(BUILDERS) == tuple(a for a in ALGORITHMS if a not in VJP_OF)
+    assert set(VJP_OF) <= set(ALGORITHMS)
 
 
 def test_writer_and_layout():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_joint_types import BALL_CHAIN, _joint, _link, _robot
+from joint_type_robots import BALL_CHAIN, _joint, _link, _robot
 
 import grid_rbd
 import grid_rbd.reference as reference

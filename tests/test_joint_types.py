@@ -7,11 +7,14 @@ GPU twins of the kernel checks carry the `gpu` tag."""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
-from artifact_harness import Artifact, _build
+from artifact_harness import Artifact
+from joint_type_robots import BALL_CHAIN, GRIPPER, _joint, _link, _robot
+from joint_type_robots import artifact as _artifact
+from joint_type_robots import check_kernels as _check_kernels
+from joint_type_robots import close as _close
+from joint_type_robots import states as _states
 from support import ROBOTS, robot_available
 
 import grid_rbd.reference as reference
@@ -21,45 +24,6 @@ from grid_codegen.options import CodegenOptions
 from grid_rbd.reference import configuration as C
 
 pin = pytest.importorskip("pinocchio")
-
-INERTIA = ('<inertia ixx="0.012" iyy="0.021" izz="0.015" ixy="0.001" ixz="-0.0005" '
-           'iyz="0.002"/>')
-
-
-def _link(name: str, mass: float = 0.6) -> str:
-    return (f'<link name="{name}"><inertial><origin xyz="0.01 0.02 0.05" rpy="0.1 0.2 0.3"/>'
-            f'<mass value="{mass}"/>{INERTIA}</inertial></link>')
-
-
-def _joint(name: str, parent: str, child: str, kind: str = "revolute", axis: str = "0 0 1",
-           xyz: str = "0.1 0 0.2", extra: str = "") -> str:
-    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/>'
-            f'<child link="{child}"/><origin xyz="{xyz}" rpy="0.3 -0.2 0.1"/>'
-            f'<axis xyz="{axis}"/><limit lower="-1" upper="1" effort="10" velocity="1"/>'
-            f'{extra}</joint>')
-
-
-def _robot(name: str, *parts: str) -> bytes:
-    return f'<?xml version="1.0"?><robot name="{name}">{"".join(parts)}</robot>'.encode()
-
-
-# A planar base, a revolute joint, a ball joint, a revolute joint after it.
-BALL_CHAIN = _robot("ball_chain", _link("world", 0.0), _link("base"), _link("a"), _link("b"),
-                    _link("c"),
-                    _joint("plane", "world", "base", "planar"), _joint("j1", "base", "a"),
-                    _joint("ball", "a", "b", "spherical"),
-                    _joint("j3", "b", "c", axis="1 0 0"))
-# An arm with a two-finger gripper: the second finger mimics the first (scaled, offset),
-# and a revolute "thumb" mimics the wrist with a negative multiplier.
-GRIPPER = _robot("gripper", _link("base"), _link("a"), _link("b"), _link("f1", 0.1),
-                 _link("f2", 0.1), _link("thumb", 0.05),
-                 _joint("j1", "base", "a"), _joint("j2", "a", "b", axis="0 1 0"),
-                 _joint("fa", "b", "f1", "prismatic", axis="0 1 0"),
-                 _joint("fb", "b", "f2", "prismatic", axis="0 -1 0",
-                        extra='<mimic joint="fa" multiplier="1.5" offset="0.01"/>'),
-                 _joint("th", "b", "thumb", axis="1 0 0",
-                        extra='<mimic joint="j2" multiplier="-0.7" offset="0.2"/>'))
-
 
 def _write(tmp_path, data: bytes, name: str) -> str:
     path = tmp_path / f"{name}.urdf"
@@ -87,28 +51,6 @@ def _pin_twin(model):
         pm.appendBodyToJoint(jid, pin.Inertia(b.mass, b.com, b.inertia_com), pin.SE3.Identity())
         ids.append(jid)
     return pm
-
-
-def _states(model, batch: int, seed: int, nq: int, nv: int):
-    """Random q (unit quaternions, unit (cos, sin) pairs), qd, qdd, u in the widths given."""
-    rng = np.random.default_rng(seed)
-    q = rng.uniform(-1.0, 1.0, (batch, nq))
-    if model.coupling is None:
-        for j in model.joints:
-            if j.type is JointType.SPHERICAL:
-                quat = rng.normal(size=(batch, 4))
-                q[:, j.idx_q:j.idx_q + 4] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-            elif j.type is JointType.PLANAR:
-                t = rng.uniform(-np.pi, np.pi, batch)
-                q[:, j.idx_q + 2], q[:, j.idx_q + 3] = np.cos(t), np.sin(t)
-    return (q, rng.uniform(-3, 3, (batch, nv)), rng.uniform(-5, 5, (batch, nv)),
-            rng.uniform(-5, 5, (batch, nv)))
-
-
-def _close(actual, expected, tol: float, what: str) -> None:
-    actual, expected = np.asarray(actual), np.asarray(expected).reshape(np.shape(actual))
-    err = np.abs(actual - expected).max() / max(1e-12, np.abs(expected).max())
-    assert err <= tol, f"{what}: relative error {err:.2e} > {tol:.0e}"
 
 
 # -- the parser ------------------------------------------------------------------------
@@ -255,42 +197,6 @@ def test_mimic_gradients_match_finite_differences():
 
 
 # -- the generated build ----------------------------------------------------------------
-def _artifact(model, backend: str, algorithms=("core",)):
-    so, _ = _build(model, CodegenOptions(dtype="float64", algorithms=algorithms), backend)
-    return Artifact(so)
-
-
-def _check_kernels(artifact, ref, q, qd, qdd, u, torch=None):
-    state = artifact.state()
-    rng = np.random.default_rng(0)
-    fe = rng.uniform(-2, 2, (len(q), 6 * ref.nb))
-
-    def call(name, *xs):
-        if torch is None:
-            return state.call(name, *xs)
-        dev = [None if x is None else torch.from_numpy(np.ascontiguousarray(x)).cuda()
-               for x in xs]
-        return state.call(name, *dev).cpu().numpy()
-
-    try:
-        assert (artifact.nq, artifact.nv) == (ref.nq, ref.nv)
-        for name, xs, expected in (
-                ("inverse_dynamics", (q, qd, qdd, fe), ref.inverse_dynamics(q, qd, qdd, fe)),
-                ("crba", (q,), ref.crba(q)),
-                ("minv", (q,), ref.minv(q)),
-                ("forward_dynamics", (q, qd, u, fe), ref.forward_dynamics(q, qd, u, fe)),
-                ("aba", (q, qd, u, fe), ref.aba(q, qd, u, fe)),
-                ("end_effector_pose", (q,), ref.end_effector_pose(q)),
-                ("end_effector_pose_gradient", (q,), ref.end_effector_pose_gradient(q)),
-                ("inverse_dynamics_gradient", (q, qd, qdd, fe),
-                 ref.inverse_dynamics_gradient(q, qd, qdd, fe)),
-                ("forward_dynamics_gradient", (q, qd, u, fe),
-                 ref.forward_dynamics_gradient(q, qd, u, fe))):
-            _close(call(name, *xs), expected, 1e-9, name)
-    finally:
-        state.close()
-
-
 def test_mimic_cpu_build_matches_reference():
     model = parse_urdf(GRIPPER, mimic=True)
     artifact = _artifact(model, "cpu")
@@ -325,26 +231,3 @@ def test_mimic_keys_only_when_it_changes_the_model(tmp_path):
     g1 = entry("gripper", GRIPPER, True)
     assert g1.input_key != g0.input_key
     assert Artifact(g1.so_path).nv == 3 and Artifact(g0.so_path).nv == 5
-
-
-# -- the GPU build (tag gpu) ------------------------------------------------------------
-def _require_cuda():
-    if shutil.which("nvcc") is None:
-        pytest.skip("no CUDA GPU: nvcc is not on PATH")
-    torch = pytest.importorskip("torch", reason="no CUDA GPU: torch is not installed")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU: torch.cuda.is_available() is False")
-    return torch
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("robot", ["gripper", "ball_chain"])
-def test_gpu_build_matches_reference(robot):
-    torch = _require_cuda()
-    mimic = robot == "gripper"
-    model = parse_urdf(GRIPPER if mimic else BALL_CHAIN, mimic=mimic)
-    ref = reference.CoupledReference(model) if mimic else reference.ReferenceRobot(model)
-    artifact = _artifact(model, "cuda")
-    _check_kernels(artifact, ref, *_states(model, 37, 6, model.reduced_nq, model.reduced_nv),
-                   torch=torch)
-

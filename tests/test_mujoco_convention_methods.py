@@ -11,14 +11,16 @@ Float64 CPU builds, one per robot."""
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 import pytest
-from support import REPO
-from test_mujoco_convention import TOY, _mujoco_model
 
-import grid_rbd
-from grid_rbd.reference.spatial import matrix_to_rpy
+mujoco = pytest.importorskip("mujoco", reason="the mujoco package is not installed "
+                             "(requirements-test.lock)")
+from support import REPO  # noqa: E402
+from test_mujoco_convention import TOY, _mujoco_model  # noqa: E402
+
+import grid_rbd  # noqa: E402
+from grid_rbd.reference.spatial import matrix_to_rpy  # noqa: E402
 
 # Per robot: the frame the frame methods look at (a link whose MuJoCo body frame is its
 # URDF frame) and a second link for the run-time poses.

@@ -13,14 +13,16 @@ builds."""
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 import pytest
-from test_mujoco_convention import TOY, _mujoco_model
-from test_mujoco_convention_methods import FRAMES, Case, _close, _states, registered
 
-import grid_rbd
-from grid_rbd._register import with_backend
+mujoco = pytest.importorskip("mujoco", reason="the mujoco package is not installed "
+                             "(requirements-test.lock)")
+from test_mujoco_convention import TOY, _mujoco_model  # noqa: E402
+from test_mujoco_convention_methods import FRAMES, Case, _close, _states, registered  # noqa: E402
+
+import grid_rbd  # noqa: E402
+from grid_rbd._register import with_backend  # noqa: E402
 
 INTEGRATORS = {"semi_implicit_euler": mujoco.mjtIntegrator.mjINT_EULER,
                "rk4": mujoco.mjtIntegrator.mjINT_RK4}

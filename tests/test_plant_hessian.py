@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from joint_type_robots import BALL_CHAIN
 from support import ROBOTS, pinocchio_model, random_states
-from test_joint_types import BALL_CHAIN
 from test_second_order_kernels import FLOATING_TREE
 
 import grid_rbd.reference as reference

@@ -15,8 +15,9 @@ import math
 import numpy as np
 import pytest
 from artifact_harness import Artifact, _build
+from joint_type_robots import BALL_CHAIN, GRIPPER
+from joint_type_robots import states as _states
 from support import ROBOTS
-from test_joint_types import BALL_CHAIN, GRIPPER, _states
 
 import grid_rbd.reference as reference
 from grid_codegen import parse_urdf

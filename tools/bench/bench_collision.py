@@ -137,7 +137,8 @@ def bench_robot(robot: str, device: str, dtype: str, batch: int, reps: int, stor
     start = time.perf_counter()
     handle = _register(robot, device, dtype, store, g1_res)
     build_s = time.perf_counter() - start
-    header_bytes = (handle._registration.entry_dir / "grid.cuh").stat().st_size
+    base = getattr(handle, "_base", handle)  # a torch handle wraps the numpy one
+    header_bytes = (base._registration.entry_dir / "grid.cuh").stat().st_size
     rng = np.random.default_rng(0)
     q = rng.uniform(-1.0, 1.0, (batch, handle.nq))
     if handle.nq == handle.nv + 1:

@@ -6,11 +6,11 @@ The forward runs `grid_rbd::run_stamped`, saving the model-version stamp its lau
 wrote. Where the artifact has the method's reverse-mode kernel (`Method.vjp`:
 forward_dynamics_vjp, inverse_dynamics_vjp) and no f_ext was given, the backward is that
 one launch, its q cotangent already in q's layout (under torch.compile, as
-`run_checked`). Otherwise the backward's launches (the gradient kernel, and for forward dynamics M^-1 ct)
-run as one group under one admission of the context, which reads the stamp once and
-refuses when the context was mutated since (`run_checked_group` / `run_checked` under
-torch.compile). Cotangents, with J the gradient kernel's (B, rows, 2*nv) or (B, rows, nv)
-tangent Jacobian:
+`run_checked`). Otherwise the backward's launches (the gradient kernel, and for forward
+dynamics M^-1 ct) run as one group under one admission of the context, which reads the
+stamp once and refuses when the context was mutated since (`run_checked_group` /
+`run_checked` under torch.compile). Cotangents on that path, with J the gradient
+kernel's (B, rows, 2*nv) or (B, rows, nv) tangent Jacobian:
 
     ct_q (tangent) = ct J_q,  ct_qd = ct J_qd,  ct_u = M^-1 ct  (forward dynamics)
 
@@ -34,6 +34,7 @@ from grid_rbd._methods import BY_NAME
 from grid_rbd.torch import _ops
 
 _FORWARD_DYNAMICS = ("forward_dynamics", "aba")
+_STATIC = 6  # the non-tensor arguments of AnalyticFunction.apply, before the inputs
 
 
 def _cat(blocks: list[torch.Tensor]) -> torch.Tensor:
@@ -41,19 +42,21 @@ def _cat(blocks: list[torch.Tensor]) -> torch.Tensor:
 
 
 class AnalyticFunction(torch.autograd.Function):
-    """apply(runner, method_name, nv, chart, gravity, *inputs) -> out (chart: the
-    robot's `_framework.tangent_chart`)."""
+    """apply(runner, method_name, nv, chart, gravity, vjp, *inputs) -> out (chart: the
+    robot's `_framework.tangent_chart`; vjp: the artifact's reverse-mode algorithm for
+    the method, or None)."""
 
     @staticmethod
     def forward(ctx: Any, runner: int, method_name: str, nv: int, chart: Any,
-                gravity: float, *inputs: torch.Tensor | None) -> torch.Tensor:
+                gravity: float, vjp: str | None, *inputs: torch.Tensor | None
+                ) -> torch.Tensor:
         if torch.compiler.is_compiling():
             out, stamp = _ops.run_stamped(runner, method_name, list(inputs), gravity)
         else:
             ctx.handle = _ops._runner(runner)  # the graph keeps the handle (its context) alive
             out, stamp = ctx.handle._launch_stamped(method_name, inputs, gravity)
         ctx.runner, ctx.method_name, ctx.nv = runner, method_name, nv
-        ctx.chart, ctx.gravity = chart, gravity
+        ctx.chart, ctx.gravity, ctx.vjp = chart, gravity, vjp
         ctx.present = tuple(t is not None for t in inputs)
         ctx.save_for_backward(*(t for t in inputs if t is not None), stamp)
         return out
@@ -66,19 +69,16 @@ class AnalyticFunction(torch.autograd.Function):
         values = iter(saved)
         inputs = [next(values) if present else None for present in ctx.present]
         name, nv = ctx.method_name, ctx.nv
-        needs = ctx.needs_input_grad[5:]
+        needs = ctx.needs_input_grad[_STATIC:]
         method = BY_NAME[name]
         if not any(needs[k] for k, port in enumerate(method.inputs)
                    if port.name in method.differentiable):
-            return (None,) * (5 + len(inputs))  # only residuals asked: zero cotangents
-        compiling = torch.compiler.is_compiling()
-        handle = _ops._runner(ctx.runner) if compiling else ctx.handle
-        reverse = handle._vjp_inputs(name, inputs, ct)
-        if reverse is not None:  # one reverse-mode launch: [q (nq) | qd (| u)]
-            vjp, ordered = reverse
-            cotangents = (_ops.run_checked(ctx.runner, vjp, ordered, ctx.gravity, stamp)
-                          if compiling else handle._launch_vjp(name, ordered, ctx.gravity,
-                                                               stamp))
+            return (None,) * (_STATIC + len(inputs))  # only residuals: zero cotangents
+        if ctx.vjp is not None and inputs[3] is None:  # one reverse-mode launch
+            ordered = _vjp_inputs(ctx.vjp, inputs, ct)
+            cotangents = (_ops.run_checked(ctx.runner, ctx.vjp, ordered, ctx.gravity, stamp)
+                          if torch.compiler.is_compiling()
+                          else ctx.handle._launch_vjp(name, ordered, ctx.gravity, stamp))
             count = len(method.differentiable)  # the leading inputs, in table order
             nq = cotangents.shape[1] - (count - 1) * nv
             grads: list[torch.Tensor | None] = [None] * len(inputs)
@@ -87,7 +87,7 @@ class AnalyticFunction(torch.autograd.Function):
                 if needs[k]:
                     grads[k] = cotangents[:, at:at + width]
                 at += width
-            return (None, None, None, None, None, *grads)
+            return (*([None] * _STATIC), *grads)
         solve = name in _FORWARD_DYNAMICS and needs[2]
         gradient = method.gradient
         if torch.compiler.is_compiling():
@@ -117,7 +117,7 @@ class AnalyticFunction(torch.autograd.Function):
             grads[1] = contracted[:, nv:]
         if solve:
             grads[2] = minv_ct
-        return (None, None, None, None, None, *grads)
+        return (*([None] * _STATIC), *grads)
 
 
 def _solve_inputs(inputs: list[torch.Tensor | None], ct: torch.Tensor
@@ -129,6 +129,16 @@ def _solve_inputs(inputs: list[torch.Tensor | None], ct: torch.Tensor
     return [q, torch.zeros_like(qd), ct.resolve_neg().contiguous(), None]
 
 
+def _vjp_inputs(vjp: str, inputs: list[torch.Tensor | None], ct: torch.Tensor
+                ) -> list[torch.Tensor | None]:
+    """The reverse-mode kernel's inputs in table order: (q, qd, u, ct) for forward
+    dynamics, (q, qd, ct, qdd) for inverse dynamics. The cotangent may arrive expanded or
+    as a negated view: the launch reads a plain contiguous copy."""
+    q, qd, third = inputs[0], inputs[1], inputs[2]
+    ct = ct.resolve_neg().contiguous()
+    return [q, qd, third, ct] if vjp == "forward_dynamics_vjp" else [q, qd, ct, third]
+
+
 def apply(runner: int, method_name: str, nv: int, chart: Any, gravity: float,
-          inputs: list[torch.Tensor | None]) -> torch.Tensor:
-    return AnalyticFunction.apply(runner, method_name, nv, chart, gravity, *inputs)
+          vjp: str | None, inputs: list[torch.Tensor | None]) -> torch.Tensor:
+    return AnalyticFunction.apply(runner, method_name, nv, chart, gravity, vjp, *inputs)

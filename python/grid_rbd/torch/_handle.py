@@ -208,18 +208,6 @@ class TorchRobotHandle(FrameworkHandle):
         group(stream, stamp.data_ptr(), *args)
         return jacobian, solved
 
-    def _vjp_inputs(self, name: str, inputs: list[torch.Tensor | None], ct: torch.Tensor
-                    ) -> tuple[str, list[torch.Tensor | None]] | None:
-        """The reverse-mode kernel of `name`'s backward and its inputs in table order, or
-        None when this artifact has none or an f_ext was given (the Jacobian path)."""
-        found = self._vjps.get(name)
-        if found is None or inputs[3] is not None:
-            return None
-        vjp = found[0]
-        q, qd, third = inputs[0], inputs[1], inputs[2]
-        ct = ct.resolve_neg().contiguous()  # it may arrive expanded or as a negated view
-        return vjp, [q, qd, third, ct] if vjp == "forward_dynamics_vjp" else [q, qd, ct, third]
-
     def _launch_vjp(self, name: str, ordered: list[torch.Tensor | None], gravity: float,
                     stamp: torch.Tensor) -> torch.Tensor:
         """A backward as one reverse-mode launch (stamp read once): `(B, nq + k nv)`
@@ -241,10 +229,13 @@ class TorchRobotHandle(FrameworkHandle):
                 f"detach the inputs or call it under torch.no_grad(). Differentiable: "
                 f"{', '.join(sorted({m.name for m in METHODS if m.differentiable}))}")
         q = inputs[0]
-        if self.tangent_chart is None and q is not None and q.requires_grad:
+        vjp = self._vjps.get(method.name, (None,))[0]
+        chart = self.tangent_chart
+        reverse = vjp is not None and inputs[3] is None  # q's cotangent from the kernel
+        if chart is None and not reverse and q is not None and q.requires_grad:
             raise unsupported_q_gradient(method.name, self.nq, self.nv)
-        return _autograd.apply(self._runner, method.name, self.nv, self.tangent_chart,
-                               gravity, inputs)
+        return _autograd.apply(self._runner, method.name, self.nv, chart, gravity, vjp,
+                               inputs)
 
     def _run_checked(self, method: Method, args: tuple, kwargs: dict[str, Any]
                      ) -> torch.Tensor:
