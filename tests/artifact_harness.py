@@ -322,7 +322,8 @@ def reference_case(ref: Any, algorithm: str, s: Any, f_ext: bool = False,
 
 # Algorithms whose result goes through a linear solve with M: their float32 error grows
 # with the condition number of M.
-SOLVES = frozenset({"minv", "forward_dynamics", "aba", "forward_dynamics_gradient"})
+SOLVES = frozenset({"minv", "forward_dynamics", "aba", "forward_dynamics_gradient",
+                    "forward_dynamics_vjp"})
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 
 
