@@ -178,10 +178,11 @@ def _emit_contacts(w: Writer, model: RobotModel, contacts: Sequence[str],
         with w.block("GRID_INLINE const ContactTables& contact_tables()"):
             w.line("static constexpr ContactTables tables = kContactTables;")
             w.line("return tables;")
-    w.line(f"constexpr const int (&kContactBody)[{max(nc, 1)}] = kContactTables.body;")
-    w.line(f"constexpr const double (&kContactPlacement)[{12 * max(nc, 1)}] = "
+    # References at namespace scope have external linkage unless static: one per unit.
+    w.line(f"static constexpr const int (&kContactBody)[{max(nc, 1)}] = kContactTables.body;")
+    w.line(f"static constexpr const double (&kContactPlacement)[{12 * max(nc, 1)}] = "
            "kContactTables.placement;")
-    w.line(f"constexpr const unsigned char (&kContactSupport)[{max(nc * nv, 1)}] = "
+    w.line(f"static constexpr const unsigned char (&kContactSupport)[{max(nc * nv, 1)}] = "
            "kContactTables.support;")
     w.line(f"constexpr bool kHasContactKinematics = "
            f"{'true' if has_world_kinematics else 'false'};")
