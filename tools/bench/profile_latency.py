@@ -33,21 +33,11 @@ INPUTS = {ID: ("q", "qd", "qdd"), FD: ("q", "qd", "u"), FD_GRAD: ("q", "qd", "u"
 
 
 def events_us(call: Callable[[], Any], reps: int = 300) -> float:
-    """Median CUDA-event time of one call, the device idle before each."""
-    import torch
+    """Median CUDA-event time of one call, the device idle before each (bench_latency's
+    timer)."""
+    from bench_latency import time_events
 
-    for _ in range(20):
-        call()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(reps):
-        start.record()
-        call()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(samples)
+    return time_events(call, reps)
 
 
 def wall_us(call: Callable[[], Any], reps: int = 300) -> float:
