@@ -305,3 +305,23 @@ def test_jax_handle_values_under_jit(go2_handle, go2_ref):
     Y = jax.jit(jh.inverse_dynamics_regressor)(s.q, s.qd, s.qdd)
     assert_scaled_close(np.asarray(Y), go2_ref.inverse_dynamics_regressor(s.q, s.qd, s.qdd),
                         1e-9, "jax regressor")
+
+
+def test_regressor_warp_strategy(case):
+    """The inverse-dynamics regressor's warp strategy (one item per warp, rows stored by
+    all lanes: `emit.regressor_warp`) against the reference, batch 1 and the full batch;
+    built with `strategy="auto"` on every robot of the set."""
+    artifact, ref, state, s = case
+    assert "warp" in artifact.algorithms["inverse_dynamics_regressor"].variants
+    one = dataclasses.replace(s, **{k: getattr(s, k)[:1] for k in ("q", "qd", "qdd")})
+    for states, what in ((s, ""), (one, " batch 1")):
+        inputs, want = expected(ref, "inverse_dynamics_regressor", states, 3.71)
+        got = _flat(state.call("inverse_dynamics_regressor", *inputs, gravity=3.71,
+                               variant="warp"))
+        tol = tolerance(artifact.dtype, "inverse_dynamics_regressor", ref, states.q)
+        assert_scaled_close(got, want, tol, f"warp regressor{what} ({artifact.dtype})")
+    zero = _flat(state.call("inverse_dynamics_regressor", s.q, s.qd, variant="warp"))
+    _, want = expected(ref, "inverse_dynamics_regressor",
+                       dataclasses.replace(s, qdd=np.zeros_like(s.qdd)))
+    assert_scaled_close(zero, want, tolerance(artifact.dtype, "inverse_dynamics", ref, s.q),
+                        "warp regressor, qdd absent")

@@ -18,6 +18,12 @@ The GPU model (one H200-class device; coarse by design, it only has to rank vari
 * rows (the FD gradient of a vector configuration, `emit.rows`): a reverse-mode pass of
   `ops` per thread, nv threads per item: the thread strategy's rates over `work` = nv
   passes per item.
+* columns (the inverse-dynamics regressor's warp strategy, `emit.regressor_warp`): a
+  traced pass on one lane, then lane-parallel rows: the thread strategy's rates over
+  `work` (the pass plus 32 lanes' loops).
+A thread variant whose item writes more than the staged stores take
+(`emit.kernels.STAGE_MAX_WIDTH`) stores one scalar per memory transaction: `scattered`
+scalars at ~20 ps each (g1's ID regressor, 10,500 scalars: ~210 ns per item measured).
 Each launch costs ~3 us. On the CPU the thread strategy runs on SIMD vectors of items and
 is always chosen when present (the others are serial emulations there).
 """
@@ -43,7 +49,11 @@ _GPU = {  # strategy: (latency seconds per traced op, throughput traced ops per 
     "warp": (3.0 / 8.0 * 1e-9, 4e12),
     "block": (3.0 / 6.0 * 1e-9, 2e12),
     "rows": (1.0e-9, 15e12),
+    "columns": (1.0e-9, 15e12),
 }
+
+SCATTERED_S = 2.0e-11
+"""Seconds per scalar of a thread variant's unstaged stores at full occupancy."""
 
 
 @dataclass(frozen=True)
@@ -54,13 +64,15 @@ class Variant:
     strategy: str
     ops: int
     work: int = 0  # traced operations per item across its threads (0: `ops`)
+    scattered: int = 0  # scalars per item stored one per memory transaction
 
 
 def predicted_seconds(variant: Variant, batch: int) -> float:
     latency, rate = _GPU[variant.strategy]
     ops = max(variant.ops, 1)
     work = max(variant.work, ops)
-    return LAUNCH_S + max(ops * latency, work * batch / rate)
+    return LAUNCH_S + max(ops * latency,
+                          work * batch / rate + variant.scattered * batch * SCATTERED_S)
 
 
 def gpu_dispatch(variants: Sequence[Variant], max_batch: int) -> list[tuple[int, int]]:

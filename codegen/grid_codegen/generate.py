@@ -13,8 +13,14 @@ from __future__ import annotations
 
 from grid_codegen import dispatch, transforms
 from grid_codegen.emit import BUILDERS
+from grid_codegen.emit import regressor_warp
 from grid_codegen.emit.algorithm import EmitContext, emit_level_item
-from grid_codegen.emit.kernels import VariantInfo, emit_level_variant, emit_thread_variant
+from grid_codegen.emit.kernels import (
+    STAGE_MAX_WIDTH,
+    VariantInfo,
+    emit_level_variant,
+    emit_thread_variant,
+)
 from grid_codegen.emit.prelude import emit_prelude
 from grid_codegen.emit.rows import emit_rows_variant, rows_applicable
 from grid_codegen.emit.strategy import make_strategy
@@ -106,6 +112,8 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
             tuple(dispatch.cpu_dispatch(model_variants))))
 
     _add_rows_variant(builds, kernels, model, dims, options, joint_table, transform_table)
+    _add_regressor_warp_variant(builds, library, thread_items, kernels, model, ee_frames,
+                                dims, options, jd, transform_table)
     if device_api and collision is not None:  # the world distances' kinematics item
         from grid_codegen.collision.emit import build_kinematics_item
 
@@ -163,6 +171,39 @@ def _add_rows_variant(builds: list[AlgorithmBuild], kernels: Writer, model: Robo
     model_variants.append(dispatch.Variant("rows", vjp_ops, vjp_ops * dims.nv))
     builds[k] = AlgorithmBuild(
         build.algorithm, (*build.variants, rows),
+        tuple(dispatch.gpu_dispatch(model_variants, options.max_batch_size)),
+        tuple(dispatch.cpu_dispatch(model_variants)))
+
+
+def _add_regressor_warp_variant(builds: list[AlgorithmBuild], library: PassLibrary,
+                                thread_items: Writer, kernels: Writer, model: RobotModel,
+                                ee_frames: tuple, dims: Dims, options: CodegenOptions,
+                                jd: JointDynamics | None, transform_table: int) -> None:
+    """The inverse-dynamics regressor's warp strategy (`emit.regressor_warp`): its
+    coalesced row stores beat the thread strategy's item-per-thread stores on wide
+    outputs; the default dispatch tables are recomputed with it."""
+    at = {b.algorithm.name: k for k, b in enumerate(builds)}
+    k = at.get(regressor_warp.NAME)
+    if k is None or not regressor_warp.applicable(model, options.algorithms,
+                                                  options.strategy):
+        return
+    build = builds[k]
+    joint_table = bool(jd is not None and jd.runtime)
+    terms = regressor_warp.build_terms_item(library, model, ee_frames, options.runtime_inertia,
+                                            build.algorithm, dims, thread_items, jd,
+                                            options.runtime_transform)
+    thread_items.line()
+    warp = regressor_warp.emit_variant(kernels, model, build.algorithm, dims, terms,
+                                       joint_table, bool(transform_table))
+    width = build.algorithm.output_size(dims)
+    scattered = width if width > STAGE_MAX_WIDTH else 0  # past it, a store per scalar
+    model_variants = [dispatch.Variant(x.strategy, x.ops, scattered=scattered)
+                      for x in build.variants]
+    lanes = regressor_warp.lane_ops(model)
+    model_variants.append(dispatch.Variant("columns", terms.ops + lanes,
+                                           terms.ops + regressor_warp.LANES * lanes))
+    builds[k] = AlgorithmBuild(
+        build.algorithm, (*build.variants, warp),
         tuple(dispatch.gpu_dispatch(model_variants, options.max_batch_size)),
         tuple(dispatch.cpu_dispatch(model_variants)))
 

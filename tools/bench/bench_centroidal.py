@@ -7,6 +7,8 @@ buffers, all cores or `--threads`) or the GPU (torch handle on CUDA tensors, `ou
     .venv/bin/python tools/bench/bench_centroidal.py --device cpu --out RESULT.json
     .venv/bin/python tools/bench/bench_centroidal.py --profile second_order \
         --robots iiwa14,go2 --out RESULT.json
+    .venv/bin/python tools/bench/bench_centroidal.py --device cuda \
+        --algorithms inverse_dynamics_regressor --robots g1 --out RESULT.json
 
 Each figure is the median over `--reps` calls after one warm-up; the bound is the median
 fill of the output buffer (`fill(0)` / `zero_()`), so `ratio = time / bound` says how far
@@ -74,12 +76,15 @@ def _median_seconds(fn, reps: int, sync=None) -> float:
 
 
 def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
-                profile: str = "centroidal", batch: int | None = None) -> list[dict]:
+                profile: str = "centroidal", batch: int | None = None,
+                algorithms: tuple[str, ...] = ()) -> list[dict]:
+    """`algorithms`: a subset of the profile to build and time (default: all of it)."""
     path, floating = _urdf(robot)
     backend = "torch" if device == "cuda" else "numpy"
     handle = grid_rbd.register_robot(f"{robot}_{profile}_bench", urdf_path=str(path),
                                      floating_base=floating, dtype=dtype, device=device,
-                                     algorithm_list=[profile], backend=backend,
+                                     algorithm_list=list(algorithms) or [profile],
+                                     backend=backend,
                                      cache_dir=store)
     batch = batch or BATCHES[profile][robot]
     npdtype = np.dtype(dtype)
@@ -91,7 +96,7 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
         sync = torch.cuda.synchronize
     else:
         sync = None
-    for name in PROFILES[profile]:
+    for name in algorithms or PROFILES[profile]:
         entry = algorithm(name)
         size = entry.output_size(handle._dims)
         inputs = [states.get(p.name) for p in entry.inputs]  # f_ext: None
@@ -128,6 +133,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--threads", type=int, default=0,
                         help="CPU: host threads (GRID_RBD_NUM_THREADS); 0 = all cores")
+    parser.add_argument("--algorithms", default="",
+                        help="comma-separated subset of the profile (default: all of it)")
     parser.add_argument("--store", help="store folder (default: a fresh temporary one)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -138,7 +145,7 @@ def main() -> None:
     rows = []
     for robot in args.robots.split(","):
         rows += bench_robot(robot, args.device, args.dtype, args.reps, store, args.profile,
-                            args.batch)
+                            args.batch, tuple(a for a in args.algorithms.split(",") if a))
     write_rows(args.out, rows, threads=args.threads or os.cpu_count())
 
 

@@ -183,9 +183,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "backend": args.backend, "dtype": args.dtype, "strategy": args.strategy,
         "host": platform.node(), "machine": platform.machine(), "results": []}
     for robot in args.robots:
+        extra = ({} if tuple(args.algorithms) == tuple(DEFAULT_ALGORITHMS)
+                 else {"algorithms": tuple(args.algorithms)})
         artifact, compile_s = build_cached(robot, backend=args.backend, dtype=args.dtype,
                                            strategy=args.strategy,
-                                           max_batch_size=max(args.batches))
+                                           max_batch_size=max(args.batches), **extra)
         if args.backend == "cuda":
             report["device"] = artifact.query_device().name.decode()
         state = artifact.state()
@@ -239,6 +241,8 @@ def _inputs(ref: ReferenceRobot, name: str, s: Any) -> tuple[tuple[Any, ...], No
         return (s.q, s.qd, s.qdd, None), None
     if name in ("forward_dynamics", "aba", "forward_dynamics_gradient"):
         return (s.q, s.qd, s.u, None), None
+    if name == "inverse_dynamics_regressor":
+        return (s.q, s.qd, s.qdd), None
     return reference_case(ref, name, s)[0], None
 
 

@@ -37,7 +37,7 @@ class VariantInfo:
     ops: int
 
 
-def _input_pointer(algorithm: Algorithm, dims: Dims, k: int, index: str) -> str:
+def input_pointer(algorithm: Algorithm, dims: Dims, k: int, index: str) -> str:
     port = algorithm.inputs[k]
     ptr = f"args.in[{k}] + {index} * {port.width(dims)}"
     return ptr if port.required else f"args.in[{k}] != nullptr ? {ptr} : nullptr"
@@ -51,14 +51,16 @@ shared memory and store them row by row (coalesced); outside, each thread stores
 row (small rows are merged in L2 anyway; large ones would not fit a thread's stack)."""
 
 
-def _emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
-                      out_width: int) -> None:
+def emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
+                     out_width: int, stride: int | None = None) -> None:
     """The CUDA item loop of a thread kernel with coalesced stores: each thread computes
     its item into `row` (its stack, which the hardware interleaves across the warp, so
     those stores are contiguous), then the warp moves the 32 rows through a shared tile
     of C columns, one item's C consecutive scalars per store instruction. A thread's own
     row would put the warp's 32 stores `out_width` scalars apart: one memory transaction
-    per scalar instead of one per C."""
+    per scalar instead of one per C. `stride`: the scalars between items' rows in
+    `args.out` (default `out_width`)."""
+    stride = out_width if stride is None else stride
     w.comment("Stores staged through shared memory (see STAGE_MIN_WIDTH in emit/kernels.py).")
     w.line("constexpr int C = sizeof(T) == 4 ? 32 : 16;  // a shared tile of 4 KiB per warp")
     w.line(f"__shared__ T stage[{THREAD_MAX_BLOCK // 32}][32][C + 1];")
@@ -80,7 +82,7 @@ def _emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
                 w.line("const size_t it = base + (size_t)t;")
                 w.line("const int col = c0 + lane % C;")
                 w.line(f"if (it < (size_t)batch && col < {out_width}) "
-                       f"args.out[it * {out_width} + col] = stage[warp][t][lane % C];")
+                       f"args.out[it * {stride} + col] = stage[warp][t][lane % C];")
             w.line("__syncwarp();")
 
 
@@ -101,11 +103,11 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
     with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({THREAD_MAX_BLOCK}) "
                  f"{name}_kernel(const Args<T> args)"):
         w.line("const int batch = args.batch;")
-        inputs = [_input_pointer(algorithm, dims, k, "i") for k in range(len(widths))]
+        inputs = [input_pointer(algorithm, dims, k, "i") for k in range(len(widths))]
         staged = STAGE_MIN_WIDTH <= out_width <= STAGE_MAX_WIDTH
         if staged:
             w.line("#if GRID_IS_CUDA")
-            _emit_staged_loop(w, item, inputs, extra, out_width)
+            emit_staged_loop(w, item, inputs, extra, out_width)
             w.line("#else")
         with w.block("GRID_THREAD_ITEM_LOOP(item, batch)"):
             w.line("const size_t i = (size_t)item;")
@@ -115,7 +117,7 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         if staged:
             w.line("#endif")
     w.line()
-    _emit_configure(w, name, "0")
+    emit_configure(w, name, "0")
     w.doc(f"Launch `{algorithm.name}` (thread strategy) on `stream`.")
     w.line("template <typename T>")
     with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
@@ -146,7 +148,7 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
                                                          *extra]
             w.line(f"{item}<V, T>({', '.join(call)});")
             w.line(f"store_tile(out, {out_width}, first, count, args.out);")
-        _emit_tile_loop(w)
+        emit_tile_loop(w)
         w.line("#endif")
     w.line()
     return VariantInfo("thread", THREAD_BLOCK, THREAD_MAX_BLOCK, THREAD_BLOCK, "0", ops)
@@ -179,7 +181,7 @@ def emit_level_variant(w: Writer, algorithm: Algorithm, dims: Dims, strategy: st
             w.line(f"{sync};  // the next item reuses the scratch")
     w.line()
     shared = f"sizeof(T) * {scratch_size} * {per_block}"
-    _emit_configure(w, name, shared)
+    emit_configure(w, name, shared)
     w.doc(f"Launch `{algorithm.name}` ({strategy} strategy) on `stream`.")
     w.line("template <typename T>")
     with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
@@ -254,10 +256,10 @@ def _emit_level_host(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         w.line(f"V s[{scratch_size}];")
         w.line(f"{item}<V>(s, a, 0);")
         w.line(f"store_tile(out, {out_width}, first, count, args.out);")
-    _emit_tile_loop(w)
+    emit_tile_loop(w)
 
 
-def _emit_tile_loop(w: Writer) -> None:
+def emit_tile_loop(w: Writer) -> None:
     """Run `tile(t)` for every tile: across `threads` OpenMP threads, or inline for one."""
     w.line("#if defined(_OPENMP)")
     with w.block("if (threads > 1)"):
@@ -269,7 +271,7 @@ def _emit_tile_loop(w: Writer) -> None:
     w.line("return GRID_OK;")
 
 
-def _emit_configure(w: Writer, name: str, shared: str) -> None:
+def emit_configure(w: Writer, name: str, shared: str) -> None:
     w.doc(f"Dynamic shared memory of one `{name}` block at the default width, in bytes.")
     w.line("template <typename T>")
     with w.block(f"constexpr size_t {name}_shared_bytes()"):

@@ -278,3 +278,25 @@ def inverse_dynamics_regressor(model: RobotModel, X: list, qd: Sequence, qdd: Se
                 F = sp.force_to_parent(X[j], F)
                 j = joint.parent
     return [x for row in Y for x in row]
+
+
+REGRESSOR_BODY_TERMS = 24
+"""Per body in `regressor_world_terms`: world placement R (9, row-major), p (3), then the
+body-frame twist v (6) and acceleration a (6, gravity included)."""
+
+
+def regressor_world_terms(model: RobotModel, X: list, qd: Sequence, qdd: Sequence,
+                          gravity: object) -> list:
+    """What the regressor's warp strategy (`emit.regressor_warp`) builds its rows from:
+    `[oS (6 per dof, world twists about the origin), then REGRESSOR_BODY_TERMS per body]`.
+    Row r of `inverse_dynamics_regressor` is `oS_r . force_to_parent(oX_k, F_kc)` over the
+    bodies k below dof r's joint: the pairing of a motion with a force does not depend on
+    the frame both are taken in."""
+    v, a, _ = A.rnea_forward(model, X, [_unit_parameters(0)] * model.nb, qd, qdd, None,
+                             gravity)
+    oX = A.world_poses(model, X)
+    out = [x for i, joint in enumerate(model.joints) for column in A.subspace(joint)
+           for x in sp.motion_to_parent(oX[i], column)]
+    for k in range(model.nb):
+        out += list(oX[k][0]) + list(oX[k][1]) + list(v[k]) + list(a[k])
+    return out
