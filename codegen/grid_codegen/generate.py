@@ -12,8 +12,7 @@ variants and default dispatch tables. Identical inputs give byte-identical text.
 from __future__ import annotations
 
 from grid_codegen import dispatch, transforms
-from grid_codegen.emit import BUILDERS
-from grid_codegen.emit import regressor_warp
+from grid_codegen.emit import BUILDERS, regressor_warp
 from grid_codegen.emit.algorithm import EmitContext, emit_level_item
 from grid_codegen.emit.kernels import (
     STAGE_MAX_WIDTH,
