@@ -95,10 +95,11 @@ class Stepper:
         d_q, d_v = self.chart.integrate_jacobians(q.value, dq)
         return Stage(moved, d_q @ q.jacobian + h * (d_v @ step.jacobian))
 
-    def step(self, q0: Any, v0: Any, u: Any, dt: float, integrator: str,
-             with_jacobian: bool = False) -> tuple[Any, Any]:
-        """`(x', [A | B] or None)` for states split as `q0 (B, nq)`, `v0 (B, nv)`."""
-        dt = check_step(integrator, dt)
+    def _start(self, q0: Any, v0: Any, with_jacobian: bool
+               ) -> tuple[Stage, Stage, Callable[..., Stage]]:
+        """The first stages `q0`, `v0` (their Jacobians the selectors of `dq`, `dqd` in `z`)
+        and `lin(*(c, stage))`: the linear combination `sum c * stage`, value and
+        Jacobian (what every integrator's stages are built from)."""
         chart = self.chart
         q = Stage(q0, chart.selector(v0, 0) if with_jacobian else None)
         v = Stage(v0, chart.selector(v0, 1) if with_jacobian else None)
@@ -107,7 +108,14 @@ class Stepper:
             value = sum(c * s.value for c, s in terms)
             jac = sum(c * s.jacobian for c, s in terms) if with_jacobian else None
             return Stage(value, jac)
+        return q, v, lin
 
+    def step(self, q0: Any, v0: Any, u: Any, dt: float, integrator: str,
+             with_jacobian: bool = False) -> tuple[Any, Any]:
+        """`(x', [A | B] or None)` for states split as `q0 (B, nq)`, `v0 (B, nv)`."""
+        dt = check_step(integrator, dt)
+        chart = self.chart
+        q, v, lin = self._start(q0, v0, with_jacobian)
         if integrator in ("euler", "semi_implicit_euler"):
             a = self._accel(q, v, u, with_jacobian)
             v_next = lin((1.0, v), (dt, a))

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from grid_rbd import _mujoco_derivatives as D
+from grid_rbd import _mujoco_vjp as V
 from grid_rbd._collision import CollisionMethods
 from grid_rbd._contacts import ContactMethods
 from grid_rbd._frames import FrameMethods
@@ -44,7 +45,8 @@ ENV_FLAG = "GRID_ENABLE_MUJOCO_KERNELS"
 
 #: Kernel methods whose outputs are converted exactly (`_CONVERT`); the methods composed
 #: from them (frames, contacts, collision, plant, costs, parameters: `_COMPOSED`) run on
-#: the converted kernels. Any other method is refused on a floating base.
+#: the converted kernels; the VJPs are `grid_rbd._mujoco_vjp`'s. Any other method (the
+#: JAX _checked/_stamped twins) is refused on a floating base.
 CONVERTED = ("inverse_dynamics", "rnea", "forward_dynamics", "fd", "aba", "crba", "minv",
              "inverse_dynamics_gradient", "forward_dynamics_gradient", "end_effector_pose",
              "end_effector_pose_gradient", "generalized_gravity", "nonlinear_effects",
@@ -53,7 +55,8 @@ CONVERTED = ("inverse_dynamics", "rnea", "forward_dynamics", "fd", "aba", "crba"
              "world_kinematics", "coriolis_matrix", "dccrba", "cmm_time_variation",
              "end_effector_pose_hessian", "idsva_so", "fdsva_so", "sphere_positions",
              "sphere_positions_gradient", "self_collision_distance",
-             "self_collision_distance_gradient")
+             "self_collision_distance_gradient", "forward_dynamics_vjp",
+             "inverse_dynamics_vjp")
 
 #: Attributes that do not depend on the chart, forwarded to the wrapped handle.
 _FORWARDED = frozenset((
@@ -66,8 +69,6 @@ _FORWARDED = frozenset((
     "launch_overrides", "pinned_empty", "allow_fp64", "floating_base", "frame_names",
     "set_transform_params", "get_transform_params", "runtime_transform",
     "set_joint_dynamics", "get_joint_dynamics", "runtime_joint_dynamics"))
-
-
 
 
 def mujoco_kernels_default() -> bool:
@@ -300,12 +301,14 @@ class MujocoHandle(FrameMethods, ContactMethods, CollisionMethods, PlantMethods,
         # array conversion); the methods composed over states are this class's own.
         if not self._floating or name in _FORWARDED or name.startswith("_"):
             return value
+        if name.startswith("plant_step_gradient_"):  # never built on a free flyer
+            raise NotImplementedError(f"{name} is a fused kernel of a vector configuration "
+                                      "(nq == nv); use plant_step_gradient(x, u, dt, ...)")
         raise NotImplementedError(
-            f"{name} takes Pinocchio's state only (the plant profile's fused steps, the "
-            "VJP kernels, the JAX _checked/_stamped twins); in the MuJoCo convention use "
-            f"the converted methods ({', '.join(CONVERTED)}, and the frame, contact, "
-            "collision, plant, cost and parameter methods), or call "
-            f"handle.pinocchio.{name} with grid_rbd.mujoco_to_pinocchio(q, qd)")
+            f"{name} takes Pinocchio's state only (the JAX _checked/_stamped twins); in "
+            f"the MuJoCo convention use the converted methods ({', '.join(CONVERTED)}, "
+            "and the frame, contact, collision, plant, cost and parameter methods), or "
+            f"call handle.pinocchio.{name} with grid_rbd.mujoco_to_pinocchio(q, qd)")
 
     # -- what the composed methods take from the wrapped handle --------------------------
     def _frame_table(self) -> Any:
@@ -555,7 +558,9 @@ _CONVERT = {
         h, c, h._call("sphere_positions_gradient", kw, c.q)),
     "self_collision_distance": _q_only("self_collision_distance"),
     "self_collision_distance_gradient": lambda h, c, v, kw: D.tangent_columns(
-        h, c, h._call("self_collision_distance_gradient", kw, c.q))}
+        h, c, h._call("self_collision_distance_gradient", kw, c.q)),
+    "forward_dynamics_vjp": V.forward_dynamics_vjp,
+    "inverse_dynamics_vjp": V.inverse_dynamics_vjp}
 assert set(_CONVERT) == set(CONVERTED) - {"rnea", "fd"}
 
 #: Every kernel method's inputs, from the one method table.

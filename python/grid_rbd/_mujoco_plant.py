@@ -184,13 +184,7 @@ class MujocoStepper(Stepper):
             return super().step(q0, v0, u, dt, integrator, with_jacobian)
         dt = check_step(integrator, dt)
         chart = self.chart
-        q = Stage(q0, chart.selector(v0, 0) if with_jacobian else None)
-        v = Stage(v0, chart.selector(v0, 1) if with_jacobian else None)
-
-        def lin(*terms: tuple[float, Stage]) -> Stage:
-            value = sum(c * s.value for c, s in terms)
-            jac = sum(c * s.jacobian for c, s in terms) if with_jacobian else None
-            return Stage(value, jac)
+        q, v, lin = self._start(q0, v0, with_jacobian)
 
         def rate(inc: Stage, vel: Stage) -> Stage:
             value = chart.rate(inc.value, vel.value)
