@@ -23,24 +23,28 @@ import numpy as np
 from grid_codegen.registry import algorithm
 from grid_rbd._array_ops import ArrayOps
 from grid_rbd._integrators import Stepper, check_hessian_step, check_step
-from grid_rbd._step_hessian import moved_velocity, step_hessian
+from grid_rbd._step_hessian import left_jacobian, moved_velocity, step_hessian
 from grid_rbd.reference.costs import barrier_bounds
 
 SMALL = 1e-2  # below this rotation angle the SE(3) coefficients use their Taylor series
 
 
 class HandleChart:
-    """The configuration chart on one framework's arrays (module doc)."""
+    """The configuration chart on one framework's arrays (module doc): joint coordinates
+    add, and with `floating` the free-flyer root `q[:7] = [p, quat xyzw]` moves on SE(3).
+    Which of the two a robot has is its artifact's recorded chart (`PlantMethods.
+    _plant_chart`), never a count of coordinates (a fixed base with one ball joint has
+    nq == nv + 1 too)."""
 
-    def __init__(self, nq: int, nv: int, like: Any) -> None:
+    def __init__(self, floating: bool, nq: int, nv: int, like: Any) -> None:
         self.nq, self.nv = nq, nv
-        self.floating = nq == nv + 1
+        self.floating = bool(floating)
         self.ops = ArrayOps(like)
 
     # -- SE(3) pieces ---------------------------------------------------------------------
-    def _coefficients(self, theta: Any) -> tuple[Any, ...]:
-        """`sin t / t, (1 - cos t)/t^2, (t - sin t)/t^3, (t^2 + 2 cos t - 2)/(2 t^4),
-        (2 t - 3 sin t + t cos t)/(2 t^5)`."""
+    def _coefficients(self, theta: Any) -> tuple[Any, Any, Any]:
+        """`sin t / t, (1 - cos t)/t^2, (t - sin t)/t^3` (the left Jacobian's, which
+        cancel more, are `grid_rbd._step_hessian.coefficients`)."""
         ops, m = self.ops, self.ops.m
         small = theta < SMALL
         t = ops.where(small, 1.0 + 0 * theta, theta)
@@ -48,10 +52,7 @@ class HandleChart:
         s, c = m.sin(t), m.cos(t)
         return (ops.where(small, 1.0 - t2 / 6.0, s / t),
                 ops.where(small, 0.5 - t2 / 24.0, (1.0 - c) / t**2),
-                ops.where(small, 1.0 / 6.0 - t2 / 120.0, (t - s) / t**3),
-                ops.where(small, 1.0 / 24.0 - t2 / 720.0, (t * t + 2 * c - 2) / (2 * t**4)),
-                ops.where(small, 1.0 / 120.0 - t2 / 2520.0,
-                          (2 * t - 3 * s + t * c) / (2 * t**5)))
+                ops.where(small, 1.0 / 6.0 - t2 / 120.0, (t - s) / t**3))
 
     def _quat_matrix(self, quat: Any) -> Any:
         ops = self.ops
@@ -71,7 +72,7 @@ class HandleChart:
 
     def _exp(self, v: Any, w: Any) -> tuple[Any, Any]:
         ops = self.ops
-        a, b, c, _, _ = self._coefficients(ops.norm(w))
+        a, b, c = self._coefficients(ops.norm(w))
         W = ops.skew(w)
         eye = ops.eye(3)
         R = eye + a[:, None, None] * W + b[:, None, None] * (W @ W)
@@ -79,16 +80,9 @@ class HandleChart:
         return R, (V @ v[:, :, None])[:, :, 0]
 
     def _left_jacobian(self, v: Any, w: Any) -> Any:
-        """`(B, 6, 6)`: SE(3)'s left Jacobian of exp at `[v; w]` (the reference's
-        `configuration.se3_left_jacobian`)."""
-        ops = self.ops
-        _, b, c, d, e = (x[:, None, None] for x in self._coefficients(ops.norm(w)))
-        W, P = ops.skew(w), ops.skew(v)
-        J3 = ops.eye(3) + b * W + c * (W @ W)
-        WP, PW, WPW = W @ P, P @ W, W @ P @ W
-        Q = (0.5 * P + c * (WP + PW + WPW) + d * (W @ WP + PW @ W - 3 * WPW)
-             + e * (WPW @ W + W @ WPW))
-        return ops.cat([ops.cat([J3, Q], 2), ops.cat([0 * J3, J3], 2)], 1)
+        """`(B, 6, 6)`: SE(3)'s left Jacobian of exp at `[v; w]` (`grid_rbd._step_hessian`'s,
+        the reference's `configuration.se3_left_jacobian`)."""
+        return left_jacobian(self.ops, v, w)
 
     def _adjoint_inverse(self, R: Any, p: Any) -> Any:
         ops = self.ops
@@ -113,7 +107,7 @@ class HandleChart:
         v, w = dq[:, :3], dq[:, 3:6]
         quat = q[:, 3:7]
         theta = ops.norm(w)
-        _, b, c, _, _ = self._coefficients(theta)
+        _, b, c = self._coefficients(theta)
         W = ops.skew(w)
         V = ops.eye(3) + b[:, None, None] * W + c[:, None, None] * (W @ W)
         p = q[:, :3] + (self._quat_matrix(quat) @ (V @ v[:, :, None]))[:, :, 0]
@@ -238,7 +232,28 @@ class PlantMethods:
                              f"robot has nq + nv = {self.nq + self.nv}")
         return x[:, :self.nq], x[:, self.nq:], single
 
+    def _plant_chart(self, method: str) -> str:
+        """"vector" or "free_flyer" (a free-flyer root, added with floating_base=True or
+        the URDF's own root `floating` joint): the chart `HandleChart` integrates on,
+        from the artifact's recorded one (meta.json's "q_chart"). Other charts are
+        refused, naming the joints: the handles do not integrate ball, planar or inner
+        free-flyer joints."""
+        from grid_rbd._framework import tangent_chart  # (it imports this module)
+        chart = tangent_chart(self.nq, self.nv, self._meta_dict())
+        if chart in ("vector", "free_flyer"):
+            return chart
+        if chart == (("free_flyer", 0, 0),):
+            return "free_flyer"
+        joints = ("not recorded in this artifact's metadata" if chart is None else
+                  ", ".join(f"{kind} at q[{iq}], v[{iv}]" for kind, iq, iv in chart))
+        raise ValueError(f"{method} is provided for a vector configuration and a "
+                         f"free-flyer root; this robot has ball, planar or inner "
+                         f"free-flyer joints (nq {self.nq}, nv {self.nv}; {joints}): the "
+                         "float64 reference (grid_rbd.reference) has them")
+
     def _stepper(self, like: Any, gravity: float) -> Stepper:
+        chart = HandleChart(self._plant_chart("plant_step") == "free_flyer", self.nq, self.nv,
+                            like)
         ops = ArrayOps(like)
 
         def dynamics(q, qd, u, with_jacobian):
@@ -248,7 +263,7 @@ class PlantMethods:
                 return a, None, None
             return (a, self.forward_dynamics_gradient(q, qd, u, gravity=gravity),
                     self.minv(q))
-        return Stepper(HandleChart(self.nq, self.nv, like), dynamics)
+        return Stepper(chart, dynamics)
 
     def plant_step(self, x: Any, u: Any, dt: float, integrator_type: str = "euler", *,
                    gravity: float = -9.81) -> Any:
@@ -272,7 +287,8 @@ class PlantMethods:
         x, u = self._as_arrays(x, u)
         dt = check_step(integrator_type, dt)
         fused = f"plant_step_gradient_{integrator_type}"
-        fused = fused if fused in self.algorithms and self.nq == self.nv else None
+        vector = self._plant_chart("plant_step_gradient") == "vector"
+        fused = fused if fused in self.algorithms and vector else None
         if fused is None:
             self._require_plant(("forward_dynamics", "forward_dynamics_gradient", "minv"),
                                 "plant_step_gradient")
@@ -334,18 +350,8 @@ class PlantMethods:
 
     def _lie_groups(self, method: str) -> list[tuple[int, range]]:
         """`[]` on a vector configuration, the free-flyer root's `(0, range(6))`
-        (`grid_rbd._step_hessian` groups); other non-vector joints are refused (the
-        handles' chart, `HandleChart`, has a free-flyer root only)."""
-        from grid_rbd._framework import tangent_chart  # (it imports this module)
-        chart = tangent_chart(self.nq, self.nv, self._meta_dict())
-        if chart == "vector":
-            return []
-        if chart == "free_flyer":
-            return [(0, range(6))]
-        raise ValueError(f"{method} is provided for a vector configuration and a "
-                         f"free-flyer root; this robot has ball, planar or inner "
-                         f"free-flyer joints (nq {self.nq}, nv {self.nv}): the float64 "
-                         "reference (grid_rbd.reference) has them")
+        (`grid_rbd._step_hessian` groups); other charts are refused (`_plant_chart`)."""
+        return [(0, range(6))] if self._plant_chart(method) == "free_flyer" else []
 
     def integrator(self, x: Any, u: Any, dt: float, steps: int = 1,
                    integrator_type: str = "euler", *, gravity: float = -9.81) -> Any:
@@ -353,6 +359,7 @@ class PlantMethods:
         on torch and JAX (`dt` and `steps` are static)."""
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
             raise ValueError(f"steps must be a positive int; got {steps!r}")
+        self._plant_chart("integrator")
         for _ in range(int(steps)):
             x = self.plant_step(x, u, dt, integrator_type, gravity=gravity)
         return x
@@ -370,7 +377,8 @@ class PlantMethods:
         x, x_des = self._as_arrays(x, x_des)
         q, qd, _ = self._split_state(x)
         q_des, qd_des, _ = self._split_state(x_des, "x_des")
-        chart = HandleChart(self.nq, self.nv, q)
+        chart = HandleChart(self._plant_chart("quadratic_state_cost") == "free_flyer",
+                            self.nq, self.nv, q)
         ops, nv = chart.ops, self.nv
         e = ops.cat([chart.difference(q_des, q), qd - qd_des], 1)
         Jq = chart.difference_jacobian(q_des, q)
