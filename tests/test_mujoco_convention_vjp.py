@@ -13,7 +13,8 @@ test_mujoco_convention.py. Checked
   torch's autograd through the converted `forward_dynamics`, which defines the same q
   cotangent; the torch and JAX handles against the numpy one.
 
-Float64 CPU builds of the core profile, one per robot; a gpu-tagged twin on a CUDA build.
+Float64 CPU builds of the core profile, one per robot; a gpu-tagged twin: a float32 CUDA
+build of the toy against the CPU build (on an H200: 2e-7 FD, 1.2e-6 ID relative).
 """
 
 from __future__ import annotations
@@ -248,8 +249,8 @@ def test_cuda_vjps_match_the_cpu_build(case, tmp_path):
         q, qd, qdd, u, ct = _states(case, 64, seed=405)
         f32 = [x.astype(np.float32) for x in (q, qd, qdd, u, ct)]
         _close(h.forward_dynamics_vjp(f32[0], f32[1], f32[3], f32[4]),
-               case.h.forward_dynamics_vjp(q, qd, u, ct), 2e-3, "cuda FD VJP")
+               case.h.forward_dynamics_vjp(q, qd, u, ct), 1e-4, "cuda FD VJP")
         _close(h.inverse_dynamics_vjp(f32[0], f32[1], f32[4], f32[2]),
-               case.h.inverse_dynamics_vjp(q, qd, ct, qdd), 2e-4, "cuda ID VJP")
+               case.h.inverse_dynamics_vjp(q, qd, ct, qdd), 1e-4, "cuda ID VJP")
     finally:
         h.close()
