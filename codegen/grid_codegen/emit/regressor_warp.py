@@ -14,8 +14,9 @@ the output-write bound on an H200). Here a warp shares the item instead:
 * row by row, every lane writes `Y[r, col] = oS_r . F_kc` (0 unless body k hangs below
   dof r's joint): one warp store covers 32 consecutive scalars of a row.
 
-The subtree test is a range test on the bodies' depth-first ranks (a compile-time table of
-the tree). The host build runs the same item serially, lane after lane.
+Bodies are numbered depth first, so the bodies below a joint are a range: which lanes of a
+row store zeros is mostly known at generation (`_row_store`). The host build runs the same
+item serially, lane after lane.
 """
 
 from __future__ import annotations
@@ -45,9 +46,12 @@ LANES = 32
 
 def applicable(model: RobotModel, algorithms: tuple[str, ...], strategy: str) -> bool:
     """Built with `strategy="auto"` on models without mimic couplings whose regressor is
-    at least as wide as its terms (the first kernel keeps them in the output)."""
+    at least as wide as its terms (the first kernel keeps them in the output) and whose
+    bodies are numbered depth first (as `grid_codegen.urdf` numbers them), so that a
+    subtree is a range of bodies."""
     return (NAME in algorithms and strategy == "auto" and model.coupling is None
-            and 10 * model.nb * model.nv >= terms_width(model))
+            and 10 * model.nb * model.nv >= terms_width(model)
+            and _ranks(model)[0] == list(range(model.nb)))
 
 
 def terms_width(model: RobotModel) -> int:
@@ -149,14 +153,8 @@ def _emit_columns(w: Writer, model: RobotModel) -> None:
     if [model.joints[j].idx_v for j in dof_joint] != sorted(
             model.joints[j].idx_v for j in dof_joint):
         raise AssertionError("the regressor's warp strategy expects dofs in joint order")
-    identity = rank == list(range(model.nb))
-    if not identity:
-        w.doc("Depth-first rank of body `k` (the bodies are not numbered depth first).")
-        with w.block("GRID_HOST_DEVICE inline int regressor_body_rank(int k)"):
-            with w.block("switch (k)"):
-                for k, r in enumerate(rank):
-                    w.line(f"case {k}: return {r};")
-                w.line("default: return -1;")
+    if rank != list(range(model.nb)):
+        raise AssertionError("the regressor's warp strategy expects bodies depth first")
     w.doc(f"Lane `lane`'s columns (lane + 32 m, m < {M}) of every row of one item's\n"
           "regressor, from the terms lane 0 wrote (`regressor_world_terms`).")
     w.line("template <typename T>")
@@ -172,7 +170,7 @@ def _emit_columns(w: Writer, model: RobotModel) -> None:
             w.line("for (int e = 0; e < 6; ++e) F[m][e] = T(0);")
             with w.block("if (col < kCols)"):
                 w.line("const int k = col / 10;")
-                w.line("rank[m] = " + ("k;" if identity else "regressor_body_rank(k);"))
+                w.line("rank[m] = k;  // depth first: a subtree is a range of bodies")
                 w.line(f"regressor_unit_force(terms + {6 * nv} + "
                        f"{C.REGRESSOR_BODY_TERMS} * k, col - 10 * k, F[m]);")
         for r in range(nv):
@@ -182,14 +180,32 @@ def _emit_columns(w: Writer, model: RobotModel) -> None:
                 w.line(f"const T* s = terms + {6 * r};")
                 w.line("const T s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], s4 = s[4], "
                        "s5 = s[5];")
-                w.line(f"T* o = out + {r * cols};")
-                w.line("#pragma unroll")
-                with w.block(f"for (int m = 0; m < {M}; ++m)"):
-                    w.line("const int col = lane + 32 * m;")
-                    w.line(f"if (col < kCols) o[col] = rank[m] >= {lo} && rank[m] < {hi} ? "
-                           "s0 * F[m][0] + s1 * F[m][1] + s2 * F[m][2] + s3 * F[m][3] + "
-                           "s4 * F[m][4] + s5 * F[m][5] : T(0);")
+                w.line(f"T* o = out + {r * cols} + lane;")
+                for m in range(M):
+                    w.line(_row_store(m, cols, [lo <= rank[k] < hi
+                                                for k in _chunk_bodies(m, cols)], lo, hi))
     w.line()
+
+
+def _chunk_bodies(m: int, cols: int) -> list[int]:
+    """The bodies whose columns lanes 0..31 hold in chunk `m` (columns 32 m + lane)."""
+    return sorted({c // 10 for c in range(LANES * m, min(LANES * (m + 1), cols))})
+
+
+def _row_store(m: int, cols: int, below: list[bool], lo: int, hi: int) -> str:
+    """One row's store of chunk `m`, specialised at generation: a chunk whose bodies all
+    hang below the row's joint stores the pairing, one with none of them stores 0 (no
+    arithmetic), and only a chunk across the subtree's edge tests each lane's rank."""
+    dot = (f"s0 * F[{m}][0] + s1 * F[{m}][1] + s2 * F[{m}][2] + s3 * F[{m}][3] + "
+           f"s4 * F[{m}][4] + s5 * F[{m}][5]")
+    if all(below):
+        value = dot
+    elif not any(below):
+        value = "T(0)"
+    else:
+        value = f"rank[{m}] >= {lo} && rank[{m}] < {hi} ? {dot} : T(0)"
+    store = f"o[{LANES * m}] = {value};"
+    return store if LANES * (m + 1) <= cols else f"if (lane + {LANES * m} < {cols}) {store}"
 
 
 def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
@@ -249,7 +265,9 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
     w.doc(f"Second kernel of `{NAME}` (warp strategy): one item per warp, its terms\n"
           "moved to shared memory, then every row over them.")
     w.line("template <typename T>")
-    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({WARP_MAX_BLOCK}) "
+    # Two blocks of the widest launch per SM: 128 registers, 16 warps in flight to keep
+    # the stores streaming (unbounded, ptxas takes ~176 and halves the warps).
+    with w.block(f"GRID_KERNEL void __launch_bounds__({WARP_MAX_BLOCK}, 2) "
                  f"{name}_kernel(const Args<T> args)"):
         w.line("const int batch = args.batch;")
         w.line("const int lane = (int)(threadIdx.x & 31u);")
