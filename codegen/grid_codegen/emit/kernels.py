@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from grid_codegen.emit.plant import staged_row
 from grid_codegen.emit.writer import Writer
 from grid_codegen.registry import Algorithm, Dims
 
@@ -52,14 +53,17 @@ row (small rows are merged in L2 anyway; large ones would not fit a thread's sta
 
 
 def emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
-                     out_width: int, stride: int | None = None) -> None:
+                     out_width: int, stride: int | None = None,
+                     store: str | None = None) -> None:
     """The CUDA item loop of a thread kernel with coalesced stores: each thread computes
     its item into `row` (its stack, which the hardware interleaves across the warp, so
     those stores are contiguous), then the warp moves the 32 rows through a shared tile
     of C columns, one item's C consecutive scalars per store instruction. A thread's own
     row would put the warp's 32 stores `out_width` scalars apart: one memory transaction
     per scalar instead of one per C. `stride`: the scalars between items' rows in
-    `args.out` (default `out_width`)."""
+    `args.out` (default `out_width`). `store`: a device function `store(args, it, col,
+    value)` that writes an item's output from scalar `col` of its row, in place of the
+    plain store (a row narrower than the output: `emit.plant.staged_row`)."""
     stride = out_width if stride is None else stride
     w.comment("Stores staged through shared memory (see STAGE_MIN_WIDTH in emit/kernels.py).")
     w.line("constexpr int C = sizeof(T) == 4 ? 32 : 16;  // a shared tile of 4 KiB per warp")
@@ -81,8 +85,10 @@ def emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
             with w.block("for (int t = lane / C; t < 32; t += 32 / C)"):
                 w.line("const size_t it = base + (size_t)t;")
                 w.line("const int col = c0 + lane % C;")
-                w.line(f"if (it < (size_t)batch && col < {out_width}) "
-                       f"args.out[it * {stride} + col] = stage[warp][t][lane % C];")
+                target = (f"args.out[it * {stride} + col] = stage[warp][t][lane % C]"
+                          if store is None else
+                          f"{store}<T>(args, it, col, stage[warp][t][lane % C])")
+                w.line(f"if (it < (size_t)batch && col < {out_width}) {target};")
             w.line("__syncwarp();")
 
 
@@ -107,7 +113,11 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         staged = STAGE_MIN_WIDTH <= out_width <= STAGE_MAX_WIDTH
         if staged:
             w.line("#if GRID_IS_CUDA")
-            emit_staged_loop(w, item, inputs, extra, out_width)
+            row = staged_row(algorithm, dims)  # the fused step gradients' compact row
+            if row is None:
+                emit_staged_loop(w, item, inputs, extra, out_width)
+            else:
+                emit_staged_loop(w, row.item, inputs, extra, row.width, store=row.store)
             w.line("#else")
         with w.block("GRID_THREAD_ITEM_LOOP(item, batch)"):
             w.line("const size_t i = (size_t)item;")

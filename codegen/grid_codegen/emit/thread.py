@@ -373,33 +373,9 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
         SO.emit_idsva_so(plan, kb, X, ports, out)
     elif name == "fdsva_so":
         SO.emit_fdsva_so(plan, kb, X, ports, out)
-    elif name.startswith("plant_step_gradient_"):
-        if model.nq != model.nv:
-            raise ValueError(f"{name}: the fused step gradient needs a vector "
-                             f"configuration (nq == nv; this robot has nq {model.nq}, "
-                             f"nv {model.nv}); the handles compose it on a free flyer")
-        integrator = name[len("plant_step_gradient_"):]
-        solved = plan.dynamics_call(
-            kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
-            "then), sharing the articulated inertias.",
-            lambda x, qd, u, I, g, P: A.aba_minv(model, unX(x), I, qd,
-                                                _passive_input(P, u, qd), None, g),
-            [X, ports["qd"], ports["u"]], "qdd_minv", passive=True)
-
-        def step(x, qd, s, dt, I, g, P, columns=None):
-            wanted = range(3 * nv) if columns is None else columns
-            dcols = [c for c in wanted if c < 2 * nv]
-            Minv = [list(s[nv + r * nv:nv + (r + 1) * nv]) for r in range(nv)]
-            D = None
-            if dcols:
-                D = A.rnea_derivatives(model, unX(x), I, qd, list(s[:nv]), None, g, dcols)
-                D = A.neg_product(Minv, _passive_slope(P, D, qd, dcols))
-            return PL.step_jacobian(nv, D, dcols, Minv, dt[0], integrator)
-
-        _column_groups(plan, kb, f"step_gradient_{integrator}", f"dx'/d(x, u) of one "
-                       f"{integrator} step: the FD gradient's passes with the step's "
-                       "identities and dt folded in", step,
-                       [X, ports["qd"], solved, ports["dt"]], out, 2 * nv, 3 * nv, max_ops)
+    elif name.startswith(PL.PREFIX):
+        return _plant_step_gradient(plan, kb, w, algorithm, dims, ports, X, unX, max_ops,
+                                    joint_dynamics, runtime_transform)
     elif algorithm.profile == "collision":  # the sphere model's passes (collision=True)
         from grid_codegen.symbolic import collision as CO
 
@@ -412,6 +388,52 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     else:
         raise KeyError(f"the thread strategy has no plan for {name!r}")
     return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform)
+
+
+def _plant_step_gradient(plan: _Plan, kb: ItemBuilder, w: Writer, algorithm: Algorithm,
+                         dims: Dims, ports: dict[str, Array], X: Array, unX: Callable,
+                         max_ops: int | None, joint_dynamics: JointDynamics | None,
+                         runtime_transform: bool) -> ThreadItem:
+    """The fused step gradient (`emit.plant`): `aba_minv`, then the velocity rows `V`
+    in column groups as the rows item `<alg>_rows_thread`, then `<alg>_thread` and the
+    kernel's staged store over it."""
+    model, name = plan.model, algorithm.name
+    if model.nq != model.nv:
+        raise ValueError(f"{name}: the fused step gradient needs a vector configuration "
+                         f"(nq == nv; this robot has nq {model.nq}, nv {model.nv}); the "
+                         "handles compose it on a free flyer")
+    nv = model.nv
+    solved = plan.dynamics_call(
+        kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
+        "then), sharing the articulated inertias.",
+        lambda x, qd, u, I, g, P: A.aba_minv(model, unX(x), I, qd,
+                                            _passive_input(P, u, qd), None, g),
+        [X, ports["qd"], ports["u"]], "qdd_minv", passive=True)
+
+    def velocity(x, qd, s, dt, I, g, P, columns=None):
+        wanted = range(3 * nv) if columns is None else columns
+        dcols = [c for c in wanted if c < 2 * nv]
+        Minv = [list(s[nv + r * nv:nv + (r + 1) * nv]) for r in range(nv)]
+        D = None
+        if dcols:
+            D = A.rnea_derivatives(model, unX(x), I, qd, list(s[:nv]), None, g, dcols)
+            D = A.neg_product(Minv, _passive_slope(P, D, qd, dcols))
+        return PL.velocity_rows(nv, D, dcols, Minv, dt[0])
+
+    row = PL.staged_row(algorithm, dims)
+    compact = Array.runtime("out", row.width, "out")
+    # (The same passes for both integrators: the library emits them once.)
+    _column_groups(plan, kb, "step_velocity_rows", "dqd'/d(dq, dqd, u) = [dt dqdd/d(q, qd) "
+                   "+ [0, I] | dt M^-1] of one step: the FD gradient's passes with dt and "
+                   "the identity folded in", velocity,
+                   [X, ports["qd"], solved, ports["dt"]], compact, nv, 3 * nv, max_ops)
+    joint_table = bool(joint_dynamics and joint_dynamics.runtime)
+    params = item_params(algorithm, dims, joint_table, runtime_transform)
+    kb.emit_item_function(w, row.item, f"The velocity rows of `{name}` of one item "
+                          f"(`{nv} x {3 * nv}`, row-major; `emit.plant`).", params)
+    args = [p.split()[-1] for p in params]
+    return ThreadItem(f"{name}_thread", PL.emit_items(w, algorithm, dims, params, args,
+                                                      kb.total_ops))
 
 
 def _finish(kb: ItemBuilder, w: Writer, algorithm: Algorithm, dims: Dims,
