@@ -14,9 +14,11 @@ the output-write bound on an H200). Here a warp shares the item instead:
 * row by row, every lane writes `Y[r, col] = oS_r . F_kc` (0 unless body k hangs below
   dof r's joint): one warp store covers 32 consecutive scalars of a row.
 
-Bodies are numbered depth first, so the bodies below a joint are a range: which lanes of a
-row store zeros is mostly known at generation (`_row_store`). The host build runs the same
-item serially, lane after lane.
+Bodies are numbered depth first, so the bodies below a joint are a range of columns, and a
+chunk of 32 columns outside it stores zeros without arithmetic. The rows are a loop, not
+straight-line code: unrolled, the kernel's tens of KB of instructions are fetched cold by
+every SM, which costs more than the loop. The host build runs the same item serially, lane
+after lane.
 """
 
 from __future__ import annotations
@@ -155,6 +157,14 @@ def _emit_columns(w: Writer, model: RobotModel) -> None:
         raise AssertionError("the regressor's warp strategy expects dofs in joint order")
     if rank != list(range(model.nb)):
         raise AssertionError("the regressor's warp strategy expects bodies depth first")
+    w.doc("`(lo << 16) | hi`: the columns [lo, hi) of the bodies below dof `r`'s joint.")
+    with w.block(f"GRID_HOST_DEVICE inline int {NAME}_warp_row_columns(int r)"):
+        with w.block("switch (r)"):
+            for r in range(nv):
+                j = dof_joint[r]
+                w.line(f"case {r}: return {10 * rank[j]} << 16 | {10 * (rank[j] + size[j])};")
+            w.line("default: return 0;")
+    w.line()
     w.doc(f"Lane `lane`'s columns (lane + 32 m, m < {M}) of every row of one item's\n"
           "regressor, from the terms lane 0 wrote (`regressor_world_terms`).")
     w.line("template <typename T>")
@@ -162,50 +172,33 @@ def _emit_columns(w: Writer, model: RobotModel) -> None:
                  "terms, T* GRID_RESTRICT out, int lane)"):
         w.line(f"constexpr int kCols = {cols};")
         w.line(f"T F[{M}][6];")
-        w.line(f"int rank[{M}];")
         w.line("#pragma unroll")
         with w.block(f"for (int m = 0; m < {M}; ++m)"):
             w.line("const int col = lane + 32 * m;")
-            w.line("rank[m] = -1;")
             w.line("for (int e = 0; e < 6; ++e) F[m][e] = T(0);")
             with w.block("if (col < kCols)"):
                 w.line("const int k = col / 10;")
-                w.line("rank[m] = k;  // depth first: a subtree is a range of bodies")
                 w.line(f"regressor_unit_force(terms + {6 * nv} + "
                        f"{C.REGRESSOR_BODY_TERMS} * k, col - 10 * k, F[m]);")
-        for r in range(nv):
-            j = dof_joint[r]
-            lo, hi = rank[j], rank[j] + size[j]
-            with w.block():
-                w.line(f"const T* s = terms + {6 * r};")
-                w.line("const T s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], s4 = s[4], "
-                       "s5 = s[5];")
-                w.line(f"T* o = out + {r * cols} + lane;")
-                for m in range(M):
-                    w.line(_row_store(m, cols, [lo <= rank[k] < hi
-                                                for k in _chunk_bodies(m, cols)], lo, hi))
+        w.comment("Rows in a loop (straight-line rows would be tens of KB of code, fetched")
+        w.comment("cold by every SM): the columns of the bodies below dof r's joint are")
+        w.comment("[lo, hi), and a chunk of 32 that misses them stores zeros without arithmetic.")
+        w.line("#pragma unroll 1")
+        with w.block(f"for (int r = 0; r < {nv}; ++r)"):
+            w.line(f"const int range = {NAME}_warp_row_columns(r);")
+            w.line("const int lo = range >> 16, hi = range & 0xffff;")
+            w.line("const T* s = terms + 6 * r;")
+            w.line("const T s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], s4 = s[4], s5 = s[5];")
+            w.line("T* o = out + (size_t)r * kCols + lane;")
+            w.line("#pragma unroll")
+            with w.block(f"for (int m = 0; m < {M}; ++m)"):
+                w.line("const int c0 = 32 * m, col = c0 + lane;")
+                w.line("T value = T(0);")
+                with w.block("if (c0 < hi && c0 + 32 > lo && col >= lo && col < hi)"):
+                    w.line("value = s0 * F[m][0] + s1 * F[m][1] + s2 * F[m][2] + "
+                           "s3 * F[m][3] + s4 * F[m][4] + s5 * F[m][5];")
+                w.line("if (col < kCols) o[c0] = value;")
     w.line()
-
-
-def _chunk_bodies(m: int, cols: int) -> list[int]:
-    """The bodies whose columns lanes 0..31 hold in chunk `m` (columns 32 m + lane)."""
-    return sorted({c // 10 for c in range(LANES * m, min(LANES * (m + 1), cols))})
-
-
-def _row_store(m: int, cols: int, below: list[bool], lo: int, hi: int) -> str:
-    """One row's store of chunk `m`, specialised at generation: a chunk whose bodies all
-    hang below the row's joint stores the pairing, one with none of them stores 0 (no
-    arithmetic), and only a chunk across the subtree's edge tests each lane's rank."""
-    dot = (f"s0 * F[{m}][0] + s1 * F[{m}][1] + s2 * F[{m}][2] + s3 * F[{m}][3] + "
-           f"s4 * F[{m}][4] + s5 * F[{m}][5]")
-    if all(below):
-        value = dot
-    elif not any(below):
-        value = "T(0)"
-    else:
-        value = f"rank[{m}] >= {lo} && rank[{m}] < {hi} ? {dot} : T(0)"
-    store = f"o[{LANES * m}] = {value};"
-    return store if LANES * (m + 1) <= cols else f"if (lane + {LANES * m} < {cols}) {store}"
 
 
 def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
