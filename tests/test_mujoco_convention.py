@@ -69,15 +69,22 @@ class Case:
         self.d = mujoco.MjData(m)
 
 
+def register_pair(robot: str, prefix: str, algorithms: list, store) -> tuple:
+    """`(handle, MjModel, floating)` of `robot` ("iiwa14" or "toy_free"): a float64 CPU
+    handle in the MuJoCo convention and MuJoCo's model of the same URDF."""
+    floating = robot == "toy_free"
+    urdf = TOY if floating else (REPO / "robots/iiwa14/iiwa14.urdf").read_text()
+    h = grid_rbd.register_robot(f"{prefix}_{robot}", urdf_string=urdf,
+                                floating_base=floating, dtype="float64", device="cpu",
+                                algorithm_list=algorithms, output_convention="mujoco",
+                                cache_dir=store)
+    return h, _mujoco_model(urdf, floating), floating
+
+
 @pytest.fixture(scope="module", params=["iiwa14", "toy_free"])
 def case(request, tmp_path_factory):
-    floating = request.param == "toy_free"
-    urdf = TOY if floating else (REPO / "robots/iiwa14/iiwa14.urdf").read_text()
-    h = grid_rbd.register_robot(f"mj_{request.param}", urdf_string=urdf,
-                                floating_base=floating, dtype="float64", device="cpu",
-                                algorithm_list=ALGORITHMS, output_convention="mujoco",
-                                cache_dir=tmp_path_factory.mktemp("store"))
-    m = _mujoco_model(urdf, floating)
+    h, m, floating = register_pair(request.param, "mj", ALGORITHMS,
+                                   tmp_path_factory.mktemp("store"))
     # Joint order and sign: MuJoCo's hinge/slide coordinates are ours, in URDF order.
     names = [m.joint(j).name for j in range(m.njnt) if m.jnt_type[j] != 0]
     assert names == list(h.joint_names)[-len(names):]

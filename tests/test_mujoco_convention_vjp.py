@@ -26,8 +26,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco", reason="the mujoco package is not installed "
                              "(requirements-test.lock)")
-from support import REPO  # noqa: E402
-from test_mujoco_convention import TOY, _mujoco_model  # noqa: E402
+from test_mujoco_convention import TOY, register_pair  # noqa: E402
 
 import grid_rbd  # noqa: E402
 from grid_rbd._register import with_backend  # noqa: E402
@@ -74,13 +73,8 @@ class Case:
 
 @pytest.fixture(scope="module", params=["iiwa14", "toy_free"])
 def case(request, tmp_path_factory):
-    floating = request.param == "toy_free"
-    urdf = TOY if floating else (REPO / "robots/iiwa14/iiwa14.urdf").read_text()
-    h = grid_rbd.register_robot(f"mjv_{request.param}", urdf_string=urdf,
-                                floating_base=floating, dtype="float64", device="cpu",
-                                algorithm_list=["core"], output_convention="mujoco",
-                                cache_dir=tmp_path_factory.mktemp("store"))
-    m = _mujoco_model(urdf, floating)
+    h, m, floating = register_pair(request.param, "mjv", ["core"],
+                                   tmp_path_factory.mktemp("store"))
     assert (m.nq, m.nv) == (h.nq, h.nv)
     yield Case(request.param, h, m, floating)
     h.close()

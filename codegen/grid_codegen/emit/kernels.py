@@ -13,6 +13,7 @@ Each variant of an algorithm gets
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from grid_codegen.emit.plant import staged_row
@@ -281,7 +282,12 @@ def emit_tile_loop(w: Writer) -> None:
     w.line("return GRID_OK;")
 
 
-def emit_configure(w: Writer, name: str, shared: str) -> None:
+def emit_configure(w: Writer, name: str, shared: str, first: Sequence[str] = (),
+                   cuda_only: bool = False) -> None:
+    """`<name>_shared_bytes<T>()` and `configure_<name><T>()`. `first`: kernels without
+    shared memory that the variant launches before `<name>_kernel` (configured first);
+    `cuda_only`: the variant's kernels exist on the CUDA build only (the host build's
+    setup has nothing to do)."""
     w.doc(f"Dynamic shared memory of one `{name}` block at the default width, in bytes.")
     w.line("template <typename T>")
     with w.block(f"constexpr size_t {name}_shared_bytes()"):
@@ -290,5 +296,14 @@ def emit_configure(w: Writer, name: str, shared: str) -> None:
     w.doc(f"Per-device setup of `{name}` (kernel image check, shared-memory opt-in).")
     w.line("template <typename T>")
     with w.block(f"inline int configure_{name}()"):
+        if cuda_only:
+            w.line("#if GRID_IS_CUDA")
+        for kernel in first:
+            w.line(f"const int rc_{kernel} = configure_kernel({kernel}<T>, size_t{{0}});")
+            w.line(f"if (rc_{kernel} != GRID_OK) return rc_{kernel};")
         w.line(f"return configure_kernel({name}_kernel<T>, {name}_shared_bytes<T>());")
+        if cuda_only:
+            w.line("#else")
+            w.line("return GRID_OK;  // the host build has no kernels of this variant")
+            w.line("#endif")
     w.line()

@@ -29,6 +29,7 @@ from grid_codegen.emit.kernels import (
     WARP_BLOCK,
     WARP_MAX_BLOCK,
     VariantInfo,
+    emit_configure,
     emit_staged_loop,
     emit_tile_loop,
     input_pointer,
@@ -273,23 +274,8 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
             w.line("__syncwarp();  // the next item reuses the scratch")
     w.line()
     w.line("#endif")
-    shared = f"sizeof(T) * {width} * {WARP_BLOCK // LANES}"
-    w.doc(f"Dynamic shared memory of one `{name}` block at the default width, in bytes.")
-    w.line("template <typename T>")
-    with w.block(f"constexpr size_t {name}_shared_bytes()"):
-        w.line(f"return {shared};")
-    w.line()
-    w.doc(f"Per-device setup of `{name}` (both kernels).")
-    w.line("template <typename T>")
-    with w.block(f"inline int configure_{name}()"):
-        w.line("#if GRID_IS_CUDA")
-        w.line(f"const int rc = configure_kernel({name}_terms_kernel<T>, size_t{{0}});")
-        w.line("if (rc != GRID_OK) return rc;")
-        w.line(f"return configure_kernel({name}_kernel<T>, {name}_shared_bytes<T>());")
-        w.line("#else")
-        w.line("return GRID_OK;  // the host build has no kernels of this variant")
-        w.line("#endif")
-    w.line()
+    emit_configure(w, name, f"sizeof(T) * {width} * {WARP_BLOCK // LANES}",
+                   first=(f"{name}_terms_kernel",), cuda_only=True)
     w.doc(f"Launch `{NAME}` (warp strategy) on `stream`.")
     w.line("template <typename T>")
     with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
