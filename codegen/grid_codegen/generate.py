@@ -11,8 +11,10 @@ variants and default dispatch tables. Identical inputs give byte-identical text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from grid_codegen import dispatch, transforms
-from grid_codegen.emit import BUILDERS, regressor_warp
+from grid_codegen.emit import BUILDERS, plant, regressor_warp
 from grid_codegen.emit.algorithm import EmitContext, emit_level_item
 from grid_codegen.emit.kernels import (
     STAGE_MAX_WIDTH,
@@ -29,7 +31,7 @@ from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.joint_dynamics import JointDynamics
 from grid_codegen.model import JointType, RobotModel
 from grid_codegen.options import CodegenOptions
-from grid_codegen.registry import MAX_INPUTS, Dims, algorithm
+from grid_codegen.registry import MAX_INPUTS, Algorithm, Dims, algorithm
 from grid_codegen.symbolic.emit import PassLibrary
 
 
@@ -89,9 +91,9 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
                 else:
                     thread_items.extend(text)
                     thread_items.line()
-                    variants.append(emit_thread_variant(kernels, entry, dims, item.name,
-                                                        item.ops, bool(joint_table),
-                                                        bool(transform_table)))
+                    variants.append(emit_thread_variant(
+                        kernels, entry, dims, item.name, item.ops, bool(joint_table),
+                        bool(transform_table), row=plant.staged_row(entry, dims)))
                 ops = item.ops
         for strategy in wanted:
             if strategy == "thread":
@@ -104,11 +106,8 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
             variants.append(emit_level_variant(
                 kernels, entry, dims, strategy, item_name, spec.layout.size_constant,
                 ops, ctx.strategy.threads_per_block(), joint_table, transform_table))
-        model_variants = [dispatch.Variant(v.strategy, max(v.ops, ops)) for v in variants]
-        builds.append(AlgorithmBuild(
-            entry, tuple(variants),
-            tuple(dispatch.gpu_dispatch(model_variants, options.max_batch_size)),
-            tuple(dispatch.cpu_dispatch(model_variants))))
+        builds.append(_build(entry, dims, options, variants,
+                             [_model_variant(v, max(v.ops, ops), entry, dims) for v in variants]))
 
     _add_rows_variant(builds, kernels, model, dims, options, joint_table, transform_table)
     _add_regressor_warp_variant(builds, library, thread_items, kernels, model, ee_frames,
@@ -165,13 +164,8 @@ def _add_rows_variant(builds: list[AlgorithmBuild], kernels: Writer, model: Robo
     rows = emit_rows_variant(kernels, build.algorithm, dims, f"{builds[v].algorithm.name}_thread",
                              vjp_ops, build.variants[0].strategy, bool(joint_table),
                              bool(transform_table))
-    ops = max(x.ops for x in build.variants)
-    model_variants = [dispatch.Variant(x.strategy, ops) for x in build.variants]
-    model_variants.append(dispatch.Variant("rows", vjp_ops, vjp_ops * dims.nv))
-    builds[k] = AlgorithmBuild(
-        build.algorithm, (*build.variants, rows),
-        tuple(dispatch.gpu_dispatch(model_variants, options.max_batch_size)),
-        tuple(dispatch.cpu_dispatch(model_variants)))
+    builds[k] = _with_variant(build, rows, dispatch.Variant("rows", vjp_ops, vjp_ops * dims.nv),
+                              dims, options)
 
 
 def _add_regressor_warp_variant(builds: list[AlgorithmBuild], library: PassLibrary,
@@ -194,17 +188,37 @@ def _add_regressor_warp_variant(builds: list[AlgorithmBuild], library: PassLibra
     thread_items.line()
     warp = regressor_warp.emit_variant(kernels, model, build.algorithm, dims, terms,
                                        joint_table, bool(transform_table))
-    width = build.algorithm.output_size(dims)
-    scattered = width if width > STAGE_MAX_WIDTH else 0  # past it, a store per scalar
-    model_variants = [dispatch.Variant(x.strategy, x.ops, scattered=scattered)
-                      for x in build.variants]
     lanes = regressor_warp.lane_ops(model)
-    model_variants.append(dispatch.Variant("columns", terms.ops + lanes,
-                                           terms.ops + regressor_warp.LANES * lanes))
-    builds[k] = AlgorithmBuild(
-        build.algorithm, (*build.variants, warp),
-        tuple(dispatch.gpu_dispatch(model_variants, options.max_batch_size)),
-        tuple(dispatch.cpu_dispatch(model_variants)))
+    builds[k] = _with_variant(build, warp, dispatch.Variant(
+        "columns", terms.ops + lanes, terms.ops + regressor_warp.LANES * lanes), dims, options)
+
+
+def _model_variant(variant: VariantInfo, ops: int, entry: Algorithm, dims: Dims
+                   ) -> dispatch.Variant:
+    """The cost model's view of a compiled variant at the scale `ops`: a thread variant
+    whose item is wider than the staged stores take stores a scalar per transaction."""
+    width = entry.output_size(dims)
+    wide = variant.strategy == "thread" and width > STAGE_MAX_WIDTH
+    return dispatch.Variant(variant.strategy, ops, scattered=width if wide else 0)
+
+
+def _build(entry: Algorithm, dims: Dims, options: CodegenOptions,
+           variants: Sequence[VariantInfo], model: list[dispatch.Variant]) -> AlgorithmBuild:
+    """An algorithm's build with its default dispatch tables from the cost model's
+    `model` of its `variants`."""
+    return AlgorithmBuild(entry, tuple(variants),
+                          tuple(dispatch.gpu_dispatch(model, options.max_batch_size)),
+                          tuple(dispatch.cpu_dispatch(model)))
+
+
+def _with_variant(build: AlgorithmBuild, variant: VariantInfo, modelled: dispatch.Variant,
+                  dims: Dims, options: CodegenOptions) -> AlgorithmBuild:
+    """`build` with one more variant (`modelled`: the cost model's view of it), its
+    default dispatch tables recomputed."""
+    ops = max(x.ops for x in build.variants)
+    model = [_model_variant(x, ops, build.algorithm, dims) for x in build.variants]
+    return _build(build.algorithm, dims, options, (*build.variants, variant),
+                  [*model, modelled])
 
 
 def levels_cover(model: RobotModel) -> bool:

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from grid_codegen.emit.plant import staged_row
 from grid_codegen.emit.writer import Writer
 from grid_codegen.registry import Algorithm, Dims
+
+if TYPE_CHECKING:
+    from grid_codegen.emit.plant import StagedRow
 
 THREAD_BLOCK = 128
 THREAD_MAX_BLOCK = 256
@@ -94,11 +97,12 @@ def emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
 
 
 def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
-                        ops: int, joint_table: bool = False, transform_table: bool = False
-                        ) -> VariantInfo:
+                        ops: int, joint_table: bool = False, transform_table: bool = False,
+                        row: StagedRow | None = None) -> VariantInfo:
     """Kernel and launcher of the thread strategy over the item function `item`
     (`joint_table`: it takes the runtime joint-dynamics table after the output;
-    `transform_table`: then the runtime transform table)."""
+    `transform_table`: then the runtime transform table; `row`: a compact row the CUDA
+    kernel stages in place of the whole output, `emit.plant.staged_row`)."""
     extra = ["args.joint_dynamics"] if joint_table else []
     if transform_table:
         extra.append("args.transform")
@@ -114,7 +118,6 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         staged = STAGE_MIN_WIDTH <= out_width <= STAGE_MAX_WIDTH
         if staged:
             w.line("#if GRID_IS_CUDA")
-            row = staged_row(algorithm, dims)  # the fused step gradients' compact row
             if row is None:
                 emit_staged_loop(w, item, inputs, extra, out_width)
             else:

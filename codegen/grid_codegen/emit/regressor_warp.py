@@ -54,7 +54,7 @@ def applicable(model: RobotModel, algorithms: tuple[str, ...], strategy: str) ->
     subtree is a range of bodies."""
     return (NAME in algorithms and strategy == "auto" and model.coupling is None
             and 10 * model.nb * model.nv >= terms_width(model)
-            and _ranks(model)[0] == list(range(model.nb)))
+            and _subtree_columns(model) is not None)
 
 
 def terms_width(model: RobotModel) -> int:
@@ -65,7 +65,7 @@ def build_terms_item(library: PassLibrary, model: RobotModel, ee_frames: tuple,
                      runtime_inertia: bool, algorithm: Algorithm, dims: Dims, w: Writer,
                      joint_dynamics: JointDynamics | None, runtime_transform: bool
                      ) -> ThreadItem:
-    """The item function of lane 0: `regressor_world_terms` of one item into `out`."""
+    """The item function of the terms: `regressor_world_terms` of one item into `out`."""
     plan = _Plan(model, ee_frames, runtime_inertia, library, joint_dynamics,
                  runtime_transform)
     kb = ItemBuilder(library)
@@ -86,26 +86,16 @@ def build_terms_item(library: PassLibrary, model: RobotModel, ee_frames: tuple,
     return ThreadItem(item, kb.total_ops)
 
 
-def _ranks(model: RobotModel) -> tuple[list[int], list[int]]:
-    """Depth-first rank of every body and the size of its subtree (itself included):
-    body k is below joint j iff `rank[j] <= rank[k] < rank[j] + size[j]`."""
-    children: list[list[int]] = [[] for _ in model.joints]
-    roots = []
-    for i, joint in enumerate(model.joints):
-        (roots if joint.parent < 0 else children[joint.parent]).append(i)
-    rank, size = [0] * model.nb, [1] * model.nb
-    order: list[int] = []
-
-    def visit(i: int) -> None:
-        rank[i] = len(order)
-        order.append(i)
-        for c in children[i]:
-            visit(c)
-            size[i] += size[c]
-
-    for r in roots:
-        visit(r)
-    return rank, size
+def _subtree_columns(model: RobotModel) -> list[tuple[int, int]] | None:
+    """Per body the columns `[10 j, 10 (j + n))` of the `n` bodies of its subtree, which
+    the depth-first numbering of `grid_codegen.urdf` makes a range; None where a subtree
+    is not one."""
+    out = []
+    for j, subtree in enumerate(model.subtrees):
+        if subtree != tuple(range(j, j + len(subtree))):
+            return None
+        out.append((10 * j, 10 * (j + len(subtree))))
+    return out
 
 
 def _emit_unit_force(w: Writer) -> None:
@@ -151,19 +141,18 @@ def _emit_columns(w: Writer, model: RobotModel) -> None:
     """`<NAME>_warp_columns(terms, out, lane)`: lane `lane`'s columns of every row."""
     nv, cols = model.nv, 10 * model.nb
     M = (cols + LANES - 1) // LANES
-    rank, size = _ranks(model)
-    dof_joint = [i for i, joint in enumerate(model.joints) for _ in range(joint.nv)]
-    if [model.joints[j].idx_v for j in dof_joint] != sorted(
-            model.joints[j].idx_v for j in dof_joint):
-        raise AssertionError("the regressor's warp strategy expects dofs in joint order")
-    if rank != list(range(model.nb)):
-        raise AssertionError("the regressor's warp strategy expects bodies depth first")
+    columns = _subtree_columns(model)
+    if columns is None:
+        raise AssertionError("the regressor's warp strategy needs subtrees that are ranges")
+    dof_joint = [0] * nv
+    for j, joint in enumerate(model.joints):
+        dof_joint[joint.idx_v:joint.idx_v + joint.nv] = [j] * joint.nv
     w.doc("`(lo << 16) | hi`: the columns [lo, hi) of the bodies below dof `r`'s joint.")
     with w.block(f"GRID_HOST_DEVICE inline int {NAME}_warp_row_columns(int r)"):
         with w.block("switch (r)"):
             for r in range(nv):
-                j = dof_joint[r]
-                w.line(f"case {r}: return {10 * rank[j]} << 16 | {10 * (rank[j] + size[j])};")
+                lo, hi = columns[dof_joint[r]]
+                w.line(f"case {r}: return {lo} << 16 | {hi};")
             w.line("default: return 0;")
     w.line()
     w.doc(f"Lane `lane`'s columns (lane + 32 m, m < {M}) of every row of one item's\n"

@@ -295,8 +295,11 @@ def regressor_world_terms(model: RobotModel, X: list, qd: Sequence, qdd: Sequenc
     v, a, _ = A.rnea_forward(model, X, [_unit_parameters(0)] * model.nb, qd, qdd, None,
                              gravity)
     oX = A.world_poses(model, X)
-    out = [x for i, joint in enumerate(model.joints) for column in A.subspace(joint)
-           for x in sp.motion_to_parent(oX[i], column)]
+    oS: list = [None] * model.nv
+    for i, joint in enumerate(model.joints):
+        for d, column in enumerate(A.subspace(joint)):
+            oS[joint.idx_v + d] = sp.motion_to_parent(oX[i], column)
+    out = [x for column in oS for x in column]
     for k in range(model.nb):
         out += list(oX[k][0]) + list(oX[k][1]) + list(v[k]) + list(a[k])
     return out
