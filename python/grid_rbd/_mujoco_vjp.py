@@ -46,10 +46,6 @@ if TYPE_CHECKING:
     from grid_rbd._mujoco_convention import Chart
 
 
-def _cross(ops: Any, a: Any, b: Any) -> Any:
-    return MC._cross(ops, a, b)
-
-
 def _world_q_cotangent(h: Any, c: Chart, kernel_q: Any, t: Any) -> Any:
     """`(B, nq)`: the kernels' q cotangent (`q'`'s layout) plus the rotation's `t`, in
     MuJoCo's `q` layout (module doc)."""
@@ -74,10 +70,10 @@ def _velocity_cotangent(h: Any, c: Chart, qd: Any, kernel_qd: Any, bias_ct: Any
     rotation's share `ct_u_lin x u_lin`."""
     ops = h._ops
     omega = qd[:, 3:6]
-    ct_u = kernel_qd + ops.cat([_cross(ops, bias_ct, omega),
-                                _cross(ops, _lin(qd), bias_ct),
+    ct_u = kernel_qd + ops.cat([MC._cross(ops, bias_ct, omega),
+                                MC._cross(ops, _lin(qd), bias_ct),
                                 ops.zeros_like(qd[:, 6:])], 1)
-    return c.to_world(ct_u), _cross(ops, _lin(ct_u), _lin(qd))
+    return c.to_world(ct_u), MC._cross(ops, _lin(ct_u), _lin(qd))
 
 
 def forward_dynamics_vjp(h: Any, c: Chart, v: dict, kw: dict) -> Any:
@@ -88,9 +84,9 @@ def forward_dynamics_vjp(h: Any, c: Chart, v: dict, kw: dict) -> Any:
     kernel = h._call("forward_dynamics_vjp", kw, c.q, qd, u, ct)
     qdd = h._call("forward_dynamics", kw, c.q, qd, u)
     k_q, k_qd, k_u = kernel[:, :nq], kernel[:, nq:nq + nv], kernel[:, nq + nv:]
-    out_lin = _lin(qdd) + _cross(ops, qd[:, 3:6], _lin(qd))
+    out_lin = _lin(qdd) + MC._cross(ops, qd[:, 3:6], _lin(qd))
     ct_qvel, t_u = _velocity_cotangent(h, c, qd, k_qd, _lin(ct))
-    t = _cross(ops, out_lin, _lin(ct)) + t_u + _cross(ops, _lin(k_u), _lin(u))
+    t = MC._cross(ops, out_lin, _lin(ct)) + t_u + MC._cross(ops, _lin(k_u), _lin(u))
     return ops.cat([_world_q_cotangent(h, c, k_q, t), ct_qvel, c.to_world(k_u)], 1)
 
 
@@ -106,6 +102,6 @@ def inverse_dynamics_vjp(h: Any, c: Chart, v: dict, kw: dict) -> Any:
     tau = h._call("inverse_dynamics", kw, c.q, qd, qdd)
     ct_qdd = ops.einsum("bij,bj->bi", h._call("crba", {}, c.q), ct)
     ct_qvel, t_u = _velocity_cotangent(h, c, qd, kernel[:, nq:], -_lin(ct_qdd))
-    t = (_cross(ops, _lin(tau), _lin(ct)) + t_u
-         + _cross(ops, _lin(ct_qdd), c.rot_t(_lin(acc))))
+    t = (MC._cross(ops, _lin(tau), _lin(ct)) + t_u
+         + MC._cross(ops, _lin(ct_qdd), c.rot_t(_lin(acc))))
     return ops.cat([_world_q_cotangent(h, c, kernel[:, :nq], t), ct_qvel], 1)
