@@ -149,6 +149,7 @@ QDD = Port("qdd", NV, False, "acceleration; None means zero (the bias c = C qd +
 U = Port("u", NV, doc="generalized force (torque)")
 FEXT = Port("f_ext", NB6, False, "one spatial force [f; tau] per body, local frame")
 DT = Port("dt", Dim("one", 1), doc="the step length (s), one per item")
+STATE = Port("x", Dim("nq_nv"), doc="the state [q, qd] (the plant methods' x)")
 CT = Port("ct", NV, doc="the cotangent of the method's (B, nv) output")
 
 ALGORITHMS: tuple[Algorithm, ...] = (
@@ -286,12 +287,12 @@ ALGORITHMS: tuple[Algorithm, ...] = (
               "[A | B] = dx'/d(x, u) (2nv x 3nv: the tangent [dq, dqd], then u) of one "
               "explicit euler step x' = [q + dt qd, qd + dt FD(q, qd, u)] (robots whose "
               "configuration is a vector, nq == nv).",
-              (Q, QD, U, DT), (NV2, Dim("nv", 3)), True, profile="plant",
+              (STATE, U, DT), (NV2, Dim("nv", 3)), True, profile="plant",
               jacobian_columns=Dim("nv", 3)),
     Algorithm("plant_step_gradient_semi_implicit_euler",
               "[A | B] of one semi-implicit euler step qd' = qd + dt FD(q, qd, u), "
               "q' = q + dt qd' (nq == nv).",
-              (Q, QD, U, DT), (NV2, Dim("nv", 3)), True, profile="plant",
+              (STATE, U, DT), (NV2, Dim("nv", 3)), True, profile="plant",
               jacobian_columns=Dim("nv", 3)),
 )
 

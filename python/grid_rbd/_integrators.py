@@ -114,7 +114,22 @@ class Stepper:
              with_jacobian: bool = False) -> tuple[Any, Any]:
         """`(x', [A | B] or None)` for states split as `q0 (B, nq)`, `v0 (B, nv)`."""
         dt = check_step(integrator, dt)
-        chart = self.chart
+        q_next, v_next = self._advance(q0, v0, u, dt, integrator, with_jacobian)
+        x_next = self.chart.cat([q_next.value, v_next.value], 1)
+        if not with_jacobian:
+            return x_next, None
+        return x_next, self.chart.cat([q_next.jacobian, v_next.jacobian], 1)
+
+    def advance(self, q0: Any, v0: Any, u: Any, dt: float, integrator: str
+                ) -> tuple[Any, Any]:
+        """`(q', qd')`: the state after one step as `step` computes it, left split (so
+        that several steps in a row neither join nor split it between them)."""
+        q_next, v_next = self._advance(q0, v0, u, check_step(integrator, dt), integrator,
+                                       False)
+        return q_next.value, v_next.value
+
+    def _advance(self, q0: Any, v0: Any, u: Any, dt: float, integrator: str,
+                 with_jacobian: bool) -> tuple[Stage, Stage]:
         q, v, lin = self._start(q0, v0, with_jacobian)
         if integrator in ("euler", "semi_implicit_euler"):
             a = self._accel(q, v, u, with_jacobian)
@@ -131,10 +146,7 @@ class Stepper:
             mean_v = lin((1 / 6, v), (2 / 6, v2), (2 / 6, v3), (1 / 6, v4))
             v_next = lin((1.0, v), (dt / 6, a1), (dt / 3, a2), (dt / 3, a3), (dt / 6, a4))
             q_next = self._move(q, mean_v, dt, with_jacobian)
-        x_next = chart.cat([q_next.value, v_next.value], 1)
-        if not with_jacobian:
-            return x_next, None
-        return x_next, chart.cat([q_next.jacobian, v_next.jacobian], 1)
+        return q_next, v_next
 
 
 def check_hessian_step(integrator: str, dt: float) -> float:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from grid_rbd._array_ops import ArrayOps
-from grid_rbd._integrators import Stage, Stepper, check_step
+from grid_rbd._integrators import Stage, Stepper
 
 #: Below these angles the SO(3) coefficients use their Taylor series (truncation and the
 #: closed forms' cancellation both under about 1e-11 relative there).
@@ -178,11 +178,10 @@ class MujocoChart:
 class MujocoStepper(Stepper):
     """`Stepper` over `MujocoChart`, with MuJoCo 4's RK4 (module doc) for "rk4"."""
 
-    def step(self, q0: Any, v0: Any, u: Any, dt: float, integrator: str,
-             with_jacobian: bool = False) -> tuple[Any, Any]:
+    def _advance(self, q0: Any, v0: Any, u: Any, dt: float, integrator: str,
+                 with_jacobian: bool) -> tuple[Stage, Stage]:
         if integrator != "rk4":
-            return super().step(q0, v0, u, dt, integrator, with_jacobian)
-        dt = check_step(integrator, dt)
+            return super()._advance(q0, v0, u, dt, integrator, with_jacobian)
         chart = self.chart
         q, v, lin = self._start(q0, v0, with_jacobian)
 
@@ -214,10 +213,7 @@ class MujocoStepper(Stepper):
         weights = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
         q_next = moved(lin(*((dt * b, r) for b, r in zip(weights, rates, strict=True))))
         v_next = lin((1.0, v), *((dt * b, a) for b, a in zip(weights, accels, strict=True)))
-        x_next = chart.cat([q_next.value, v_next.value], 1)
-        if not with_jacobian:
-            return x_next, None
-        return x_next, chart.cat([q_next.jacobian, v_next.jacobian], 1)
+        return q_next, v_next
 
 
 def state_tracking_cost(handle: Any, x: Any, x_des: Any, Q: Any) -> tuple[Any, Any, Any]:

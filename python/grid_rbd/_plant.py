@@ -24,6 +24,7 @@ from grid_codegen.registry import algorithm
 from grid_rbd._array_ops import ArrayOps
 from grid_rbd._integrators import Stepper, check_hessian_step, check_step
 from grid_rbd._step_hessian import left_jacobian, moved_velocity, step_hessian
+from grid_rbd._step_inputs import plan_of, step_columns
 from grid_rbd.reference.costs import barrier_bounds
 
 SMALL = 1e-2  # below this rotation angle the SE(3) coefficients use their Taylor series
@@ -216,30 +217,38 @@ class PlantMethods:
         return tuple(self._as_array(x) for x in xs)
 
     def _require_plant(self, needs: tuple[str, ...], method: str) -> None:
-        missing = [a for a in needs if a not in self.algorithms]
+        built = plan_of(self).algorithms
+        missing = [a for a in needs if a not in built]
         if missing:
             profiles = ", ".join(dict.fromkeys(repr(algorithm(a).profile) for a in missing))
             raise RuntimeError(f"{method} needs {', '.join(needs)}; this artifact lacks "
                                f"{', '.join(missing)}: register with {profiles} in "
                                "algorithm_list")
 
-    def _split_state(self, x: Any, name: str = "x") -> tuple[Any, Any, bool]:
+    def _check_state(self, x: Any, name: str = "x") -> tuple[Any, bool]:
+        """`x` as `(B, nq + nv)` (a single state viewed as a batch of one) and whether it
+        was a single state."""
         single = len(x.shape) == 1
         if single:
             x = x[None]
-        if x.shape[1] != self.nq + self.nv:
+        width = plan_of(self).state_width
+        if x.shape[1] != width:
             raise ValueError(f"{name} has width {x.shape[1]}; the state [q, qd] of this "
-                             f"robot has nq + nv = {self.nq + self.nv}")
-        return x[:, :self.nq], x[:, self.nq:], single
+                             f"robot has nq + nv = {width}")
+        return x, single
+
+    def _split_state(self, x: Any, name: str = "x") -> tuple[Any, Any, bool]:
+        x, single = self._check_state(x, name)
+        nq = plan_of(self).nq
+        return x[:, :nq], x[:, nq:], single
 
     def _plant_chart(self, method: str) -> str:
         """"vector" or "free_flyer" (a free-flyer root, added with floating_base=True or
         the URDF's own root `floating` joint): the chart `HandleChart` integrates on,
-        from the artifact's recorded one (meta.json's "q_chart"). Other charts are
-        refused, naming the joints: the handles do not integrate ball, planar or inner
-        free-flyer joints."""
-        from grid_rbd._framework import tangent_chart  # (it imports this module)
-        chart = tangent_chart(self.nq, self.nv, self._meta_dict())
+        from the artifact's recorded one (meta.json's "q_chart", read once per handle:
+        `grid_rbd._step_inputs.plan_of`). Other charts are refused, naming the joints:
+        the handles do not integrate ball, planar or inner free-flyer joints."""
+        chart = plan_of(self).chart
         if chart in ("vector", "free_flyer"):
             return chart
         if chart == (("free_flyer", 0, 0),):
@@ -252,29 +261,37 @@ class PlantMethods:
                          "float64 reference (grid_rbd.reference) has them")
 
     def _stepper(self, like: Any, gravity: float) -> Stepper:
-        chart = HandleChart(self._plant_chart("plant_step") == "free_flyer", self.nq, self.nv,
-                            like)
-        ops = ArrayOps(like)
+        plan = plan_of(self)
+        chart = HandleChart(self._plant_chart("plant_step") == "free_flyer", plan.nq,
+                            plan.nv, like)
+        ops = chart.ops
+        forward_dynamics = self.forward_dynamics
 
         def dynamics(q, qd, u, with_jacobian):
             q, qd, u = ops.contiguous(q), ops.contiguous(qd), ops.contiguous(u)
-            a = self.forward_dynamics(q, qd, u, gravity=gravity)
+            a = forward_dynamics(q, qd, u, gravity=gravity)
             if not with_jacobian:
                 return a, None, None
             return (a, self.forward_dynamics_gradient(q, qd, u, gravity=gravity),
                     self.minv(q))
         return Stepper(chart, dynamics)
 
+    def _begin_steps(self, x: Any, u: Any, dt: float, integrator_type: str, method: str
+                     ) -> tuple[Any, Any, Any, float, bool]:
+        """What `plant_step` and `integrator` check once per call: `(q, qd, u, dt,
+        single)` with the state split and a single state viewed as a batch of one."""
+        x, u = self._as_arrays(x, u)
+        dt = check_step(integrator_type, dt)
+        self._require_plant(("forward_dynamics",), method)
+        q, qd, single = self._split_state(x)
+        return q, qd, u[None] if single else u, dt, single
+
     def plant_step(self, x: Any, u: Any, dt: float, integrator_type: str = "euler", *,
                    gravity: float = -9.81) -> Any:
         """`(B, nq + nv)`: the state `x = [q, qd]` one step of `dt` later under torques `u`
         (`integrator_type`: "euler", "semi_implicit_euler" or "rk4"; see
         `grid_rbd._integrators`). Differentiable on torch and JAX."""
-        x, u = self._as_arrays(x, u)
-        check_step(integrator_type, dt)
-        self._require_plant(("forward_dynamics",), "plant_step")
-        q, qd, single = self._split_state(x)
-        u = u[None] if single else u
+        q, qd, u, dt, single = self._begin_steps(x, u, dt, integrator_type, "plant_step")
         out = self._stepper(q, gravity).step(q, qd, u, dt, integrator_type)[0]
         return out[0] if single else out
 
@@ -282,27 +299,36 @@ class PlantMethods:
                             *, gravity: float = -9.81) -> Any:
         """`(B, 2nv, 3nv)`: `[A | B] = dx'/d(x, u)` in the tangent `[dq, dqd]` of the
         states and `u` (forward-only). With the plant profile (`emit_plant=True`) and a
-        vector configuration, euler and semi-implicit euler are one fused kernel;
-        otherwise it is composed from FD, its gradient and M^-1 over the chart."""
-        x, u = self._as_arrays(x, u)
+        vector configuration, euler and semi-implicit euler are one fused kernel that
+        reads `x` itself; otherwise it is composed from FD, its gradient and M^-1 over
+        the chart."""
         dt = check_step(integrator_type, dt)
-        fused = f"plant_step_gradient_{integrator_type}"
-        vector = self._plant_chart("plant_step_gradient") == "vector"
-        fused = fused if fused in self.algorithms and vector else None
-        if fused is None:
-            self._require_plant(("forward_dynamics", "forward_dynamics_gradient", "minv"),
-                                "plant_step_gradient")
+        fused = plan_of(self).fused.get(integrator_type)
+        if fused is not None:  # the plant profile's kernel (emit_plant=True): one launch
+            return self._fused_step_gradient(fused, x, u, dt, gravity)
+        self._plant_chart("plant_step_gradient")
+        self._require_plant(("forward_dynamics", "forward_dynamics_gradient", "minv"),
+                            "plant_step_gradient")
+        x, u = self._as_arrays(x, u)
         x, u = self._stop_gradient(x), self._stop_gradient(u)
         q, qd, single = self._split_state(x)
         u = u[None] if single else u
-        if fused is not None:
-            # The plant profile's kernel (emit_plant=True): one launch.
-            ops = ArrayOps(q)
-            steps = ops.full((q.shape[0], 1), dt)
-            G = getattr(self, fused)(ops.contiguous(q), ops.contiguous(qd),
-                                     ops.contiguous(u), steps, gravity=gravity)
-        else:
-            G = self._stepper(q, gravity).step(q, qd, u, dt, integrator_type, True)[1]
+        G = self._stepper(q, gravity).step(q, qd, u, dt, integrator_type, True)[1]
+        return G[0] if single else G
+
+    def _fused_step_gradient(self, kernel: str, x: Any, u: Any, dt: float,
+                             gravity: float) -> Any:
+        """The fused kernel `kernel` on the state `x` as given (no split into `q`, `qd`:
+        the kernel reads them in `x`) and the handle's cached column of `dt`
+        (`grid_rbd._step_inputs.StepColumns`). numpy and torch; the JAX handle has its
+        own (one compiled call)."""
+        x, u = self._stop_gradient(self._as_array(x)), self._stop_gradient(self._as_array(u))
+        x, single = self._check_state(x)
+        u = u[None] if single else u
+        if isinstance(x, np.ndarray):  # numpy's kernels take C-contiguous arrays
+            x, u = np.ascontiguousarray(x), np.ascontiguousarray(u)
+        column = step_columns(self).get(x, x.shape[0], dt)
+        G = getattr(self, kernel)(x, u, column, gravity=gravity)
         return G[0] if single else G
 
     def plant_step_hessian(self, x: Any, u: Any, dt: float, integrator_type: str = "euler",
@@ -360,9 +386,12 @@ class PlantMethods:
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
             raise ValueError(f"steps must be a positive int; got {steps!r}")
         self._plant_chart("integrator")
-        for _ in range(int(steps)):
-            x = self.plant_step(x, u, dt, integrator_type, gravity=gravity)
-        return x
+        q, qd, u, dt, single = self._begin_steps(x, u, dt, integrator_type, "integrator")
+        stepper = self._stepper(q, gravity)
+        for _ in range(int(steps)):  # the state stays split between the steps
+            q, qd = stepper.advance(q, qd, u, dt, integrator_type)
+        out = stepper.chart.cat([q, qd], 1)
+        return out[0] if single else out
 
     @property
     def cost_frames(self) -> tuple[str, ...]:

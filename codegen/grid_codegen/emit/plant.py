@@ -24,6 +24,10 @@ from it where the output is stored:
   thread holds in local memory (iiwa14: 294 -> 147 scalars), and with it the stack that
   spilled out of L2 on a large batch.
 
+The kernels take the state `x = [q, qd]` (one `(B, nq + nv)` port, as the plant methods
+are given it) rather than `q` and `qd`: the item reads `q` and `qd` as views of `x`
+(`emit.thread.state_views`), so no call copies `x` into two arrays first.
+
 `emit.thread` wires the passes (joint dynamics included, as in the FD gradient); this
 module holds the Jacobian's assembly and the position rows.
 """

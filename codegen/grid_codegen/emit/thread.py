@@ -279,6 +279,7 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     nb, nv = model.nb, model.nv
     ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
              for p in algorithm.inputs}
+    views = state_views(ports, dims)
     out = Array.runtime("out", algorithm.output_size(dims), "out")
     name = algorithm.name
     if name in VJP_OF:  # one pass from q itself: no transforms pass of its own
@@ -374,8 +375,8 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     elif name == "fdsva_so":
         SO.emit_fdsva_so(plan, kb, X, ports, out)
     elif name.startswith(PL.PREFIX):
-        return _plant_step_gradient(plan, kb, w, algorithm, dims, ports, X, unX, max_ops,
-                                    joint_dynamics, runtime_transform)
+        return _plant_step_gradient(plan, kb, w, algorithm, dims, ports, views, X, unX,
+                                    max_ops, joint_dynamics, runtime_transform)
     elif algorithm.profile == "collision":  # the sphere model's passes (collision=True)
         from grid_codegen.symbolic import collision as CO
 
@@ -390,13 +391,27 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform)
 
 
+def state_views(ports: dict[str, Array], dims: Dims) -> list[tuple[str, str]]:
+    """For an algorithm whose input is the state `x = [q, qd]` (the fused step
+    gradients, which take what the plant methods are given, so that no call splits `x`
+    into copies): adds `q` and `qd` to `ports` and returns them as the item function's
+    views of `x` (`ItemBuilder.emit_item_function`); `[]` for every other algorithm."""
+    if "x" not in ports:
+        return []
+    ports["q"] = Array.runtime("q", dims.nq, "item")
+    ports["qd"] = Array.runtime("qd", dims.nv, "item")
+    return [("q", "x"), ("qd", f"x + {dims.nq}")]
+
+
 def _plant_step_gradient(plan: _Plan, kb: ItemBuilder, w: Writer, algorithm: Algorithm,
-                         dims: Dims, ports: dict[str, Array], X: Array, unX: Callable,
-                         max_ops: int | None, joint_dynamics: JointDynamics | None,
+                         dims: Dims, ports: dict[str, Array], views: list[tuple[str, str]],
+                         X: Array, unX: Callable, max_ops: int | None,
+                         joint_dynamics: JointDynamics | None,
                          runtime_transform: bool) -> ThreadItem:
     """The fused step gradient (`emit.plant`): `aba_minv`, then the velocity rows `V`
-    in column groups as the rows item `<alg>_rows_thread`, then `<alg>_thread` and the
-    kernel's staged store over it."""
+    in column groups as the rows item `<alg>_rows_thread` (reading `q` and `qd` in the
+    state `x`: `state_views`), then `<alg>_thread` and the kernel's staged store over
+    it."""
     model, name = plan.model, algorithm.name
     if model.nq != model.nv:
         raise ValueError(f"{name}: the fused step gradient needs a vector configuration "
@@ -430,7 +445,8 @@ def _plant_step_gradient(plan: _Plan, kb: ItemBuilder, w: Writer, algorithm: Alg
     joint_table = bool(joint_dynamics and joint_dynamics.runtime)
     params = item_params(algorithm, dims, joint_table, runtime_transform)
     kb.emit_item_function(w, row.item, f"The velocity rows of `{name}` of one item "
-                          f"(`{nv} x {3 * nv}`, row-major; `emit.plant`).", params)
+                          f"(`{nv} x {3 * nv}`, row-major; `emit.plant`).", params,
+                          views=views)
     args = [p.split()[-1] for p in params]
     return ThreadItem(f"{name}_thread", PL.emit_items(w, algorithm, dims, params, args,
                                                       kb.total_ops))

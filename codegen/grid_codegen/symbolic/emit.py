@@ -269,15 +269,20 @@ class ItemBuilder:
         self.total_ops += ops
 
     def emit_item_function(self, w: Writer, name: str, doc: str,
-                           params: Sequence[str], inline_ops: int = INLINE_OPS) -> None:
-        """`template <T, S> GRID_INLINE void name(params) { locals; calls }`. Above
-        `inline_ops` operations the passes are called out of line."""
+                           params: Sequence[str], inline_ops: int = INLINE_OPS,
+                           views: Sequence[tuple[str, str]] = ()) -> None:
+        """`template <T, S> GRID_INLINE void name(params) { views; locals; calls }`.
+        Above `inline_ops` operations the passes are called out of line. `views`:
+        `(name, pointer expression)` of input arrays read inside a parameter (`q` and
+        `qd` of a state `x`: `("qd", "x + 7")`)."""
         out_of_line = self.total_ops > inline_ops and len(self.calls) > 1
         w.doc(doc)
         w.comment(f"Operations: {self.total_ops}"
                   + (" (passes called out of line)." if out_of_line else "."))
         w.line("template <typename T, typename S>")
         with w.block(f"GRID_INLINE void {name}({', '.join(params)})"):
+            for view, pointer in views:
+                w.line(f"const T* GRID_RESTRICT {view} = {pointer};")
             for local in self.locals:
                 if not local.is_constant():
                     w.line(f"T {local.name}[{local.size}];")

@@ -17,6 +17,7 @@ analytic VJP (`_autodiff.py`). Each method `m` also has two twins:
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -54,6 +55,7 @@ class JaxRobotHandle(FrameworkHandle):
         self._command_buffers = bool(command_buffers)
         self._launcher: Launcher | None = None
         self._vjp_functions: dict[tuple, Any] = {}
+        self._fused_steps: dict[tuple, Any] = {}  # (kernel, gravity) -> jitted call
 
     @property
     def command_buffers(self) -> bool:
@@ -79,6 +81,36 @@ class JaxRobotHandle(FrameworkHandle):
         """A view of this backend over a new explicit context (its own tables); closing
         the returned handle closes that context."""
         return JaxRobotHandle(self._base.context(workspace_slots), self._command_buffers)
+
+    # -- the fused step gradients (grid_rbd._plant) -------------------------------------
+    FUSED_STEPS = 8
+    """Compiled fused step-gradient calls kept per handle (one per kernel and gravity)."""
+
+    def _fused_step_gradient(self, kernel: str, x: Any, u: Any, dt: float,
+                             gravity: float) -> jax.Array:
+        """`plant_step_gradient` through the fused kernel: the batch view of a single
+        state, the column of `dt` and the launch as one compiled call (an eager call
+        would dispatch each of them on its own), `dt` an argument of it so that a new
+        step length is not a new compilation; inside a trace, the same operations."""
+        if isinstance(x, jax.core.Tracer) or isinstance(u, jax.core.Tracer):
+            return self._fused_step_body(kernel, gravity, x, u, dt)
+        key = (kernel, gravity)
+        call = self._fused_steps.get(key)
+        if call is None:
+            call = jax.jit(functools.partial(self._fused_step_body, kernel, gravity))
+            if len(self._fused_steps) >= self.FUSED_STEPS:
+                del self._fused_steps[next(iter(self._fused_steps))]
+            self._fused_steps[key] = call
+        return call(x, u, dt)
+
+    def _fused_step_body(self, kernel: str, gravity: float, x: Any, u: Any, dt: Any
+                         ) -> jax.Array:
+        x, u = jax.lax.stop_gradient(jnp.asarray(x)), jax.lax.stop_gradient(jnp.asarray(u))
+        x, single = self._check_state(x)
+        u = u[None] if single else u
+        column = jnp.full((x.shape[0], 1), dt, dtype=x.dtype)
+        G = getattr(self, kernel)(x, u, column, gravity=gravity)
+        return G[0] if single else G
 
     # -- launching ------------------------------------------------------------------------
     @property
@@ -146,28 +178,29 @@ class JaxRobotHandle(FrameworkHandle):
                              "register the robot with dtype='float32'")
         checked = [None if v is None else self._check_input(p, v)
                    for p, v in zip(method.inputs, values, strict=True)]
-        if checked[0] is not None and checked[0].ndim == 1:  # q: a single state
+        lead = method.inputs[0].name  # q (x for the fused step gradients)
+        if checked[0] is not None and checked[0].ndim == 1:  # a single state
             for port, arr in zip(method.inputs, checked, strict=True):
                 if arr is not None and arr.ndim != 1:
-                    raise ValueError(f"{port.name} is 2-D but q is a single state (1-D); "
-                                     "pass every input as a single state (1-D) or every "
-                                     "input batched (2-D)")
+                    raise ValueError(f"{port.name} is 2-D but {lead} is a single state "
+                                     "(1-D); pass every input as a single state (1-D) or "
+                                     "every input batched (2-D)")
             return [None if a is None else a.reshape(1, -1) for a in checked], True
         batch, first = None, ""
         for port, arr in zip(method.inputs, checked, strict=True):
             if arr is None:
                 continue
             if arr.ndim == 1 and port.name != "f_ext":
-                raise ValueError(f"{port.name} is a single state (1-D) but q is batched; pass "
-                                 "every input as a single state (1-D) or every input "
-                                 "batched (2-D)")
+                raise ValueError(f"{port.name} is a single state (1-D) but {lead} is "
+                                 "batched; pass every input as a single state (1-D) or "
+                                 "every input batched (2-D)")
             if arr.ndim == 2 and not (port.name == "f_ext" and arr.shape[0] == 1):
                 if batch is None:
                     batch, first = arr.shape[0], port.name
                 elif arr.shape[0] != batch:
                     raise ValueError(f"{port.name} has batch {arr.shape[0]}; {first} has "
                                      f"batch {batch} (every input shares axis 0)")
-        assert batch is not None  # q is required, 2-D and first
+        assert batch is not None  # the first input is required and 2-D
         self._check_batch(batch)
         return [a if a is None or a.ndim == 2 and a.shape[0] == batch
                 else jnp.broadcast_to(a.reshape(1, -1), (batch, a.shape[-1]))
