@@ -1,22 +1,42 @@
 """The plant layer per item: `plant_step_gradient` (euler and semi-implicit euler) beside
 the forward-dynamics gradient it is built on, per robot (iiwa14 and go2 at 65,536, g1 at
-16,384), on the GPU (torch handle on CUDA tensors) or the CPU (numpy handle): the fused
-kernel of the plant profile on a fixed base, the composed form on a free flyer; and
-`plant_step_hessian` (numpy handle, fixed base) when `--hessian` is given.
+16,384, and batch 1 for the latency), on the GPU (torch handle on CUDA tensors) or the
+CPU (numpy handle): the fused kernel of the plant profile on a fixed base, the composed
+form on a free flyer; and `plant_step_hessian` (numpy handle, fixed base) when
+`--hessian` is given.
 
-    .venv/bin/python tools/bench/bench_plant.py --device cuda --out RESULT.json
+    .venv/bin/python tools/bench/bench_plant.py --device cuda --robots iiwa14 \\
+        --batches 65536,1 --trace --out RESULT.json
 
-Each figure is the median over `--reps` calls after one warm-up (synchronised on CUDA);
-`ratio` is the step gradient's time over the FD gradient's (the issue's target: within
-1.5x for iiwa14 at 65,536 on the H200).
+Rows, one per (robot, batch, method):
+
+* `plant_step_gradient[<integrator>]`, path "handle": what a user calls, the handle
+  method on `x = [q, qd]` and a Python float `dt`;
+* `plant_step_gradient_<integrator>`, path "kernel": the fused kernel method itself on
+  the same `x` and a prepared `(B, 1)` column of `dt` (what the handle launches; the
+  difference is the handle's own work per call);
+* `forward_dynamics_gradient`, path "kernel": the FD gradient on prepared `q`, `qd`, `u`
+  (the issue's yardstick: the step gradient within 1.5x of it for iiwa14 at 65,536).
+
+Each row has `ns_per_item` and `us_per_call`, the median over `--reps` calls of one call
+followed by a wait for its result (on CUDA a synchronise: host work and launch included),
+and `pipelined_ns_per_item`, the median over `--reps` runs of `--calls` calls back to back
+with one wait at the end (host work overlapped with the device's where it is shorter),
+`ratio` and `pipelined_ratio` over the FD gradient's. `--trace` (CUDA) adds
+`device_kernels`: every kernel one call launched with its device time (torch.profiler),
+and `device_us_per_call`, their sum; rows also carry the dispatch the registration
+recorded and the context's launch overrides for the kernel.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,57 +48,149 @@ from sidebyside_common import write_rows  # noqa: E402
 import grid_rbd  # noqa: E402
 
 BATCHES = {"iiwa14": 65536, "go2": 65536, "g1": 16384}
+INTEGRATORS = ("euler", "semi_implicit_euler")
+DT = 0.01
 
 
-def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
-                hessian: bool, strategy: str = "auto") -> list[dict]:
-    path, floating = _urdf(robot)
-    backend = "torch" if device == "cuda" else "numpy"
-    # The fused step gradients (the plant profile) where the configuration is a vector.
-    profiles = ["core"] + ([] if floating else ["plant"]) \
-        + (["second_order"] if hessian and not floating else [])
-    handle = grid_rbd.register_robot(f"{robot}_plant_bench_{strategy}", urdf_path=str(path),
-                                     floating_base=floating, dtype=dtype, device=device,
-                                     algorithm_list=profiles, backend=backend,
-                                     cache_dir=store, strategy=strategy)
-    batch = BATCHES[robot]
-    s = _states(handle, batch, np.dtype(dtype), floating)
+def _pipelined_seconds(fn: Any, calls: int, reps: int, sync: Any = None) -> float:
+    """Median over `reps` of (`calls` calls back to back, then one wait) / `calls`."""
+    fn()
+    if sync:
+        sync()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        for _ in range(calls):
+            result = fn()
+        if sync:
+            sync()
+        del result
+        times.append((time.perf_counter() - start) / calls)
+    return statistics.median(times)
+
+
+def _device_kernels(fn: Any, calls: int) -> list[dict]:
+    """The CUDA kernels `calls` calls of `fn` launched, per call: name, count and device
+    microseconds (torch.profiler over CUPTI, which sees the runtime's own launches)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    kernels = []
+    for event in prof.key_averages():  # (kernels only: the CPU activity is off)
+        total = next((getattr(event, a) for a in ("self_device_time_total",
+                                                  "self_cuda_time_total", "device_time_total")
+                      if hasattr(event, a)), 0.0)
+        if total:
+            kernels.append({"name": event.key[:160], "per_call": event.count / calls,
+                            "us_per_call": total / calls})
+    return sorted(kernels, key=lambda k: -k["us_per_call"])
+
+
+def _launch_info(handle: Any, algorithm: str) -> dict:
+    base = handle.numpy if hasattr(handle, "numpy") else handle
+    return {"dispatch": (base._meta.get("dispatch") or {}).get(algorithm),
+            "variants": list(base.variants(algorithm)),
+            "launch_overrides": base.launch_overrides.get(algorithm)}
+
+
+def _time_row(fn: Any, batch: int, args: argparse.Namespace, sync: Any,
+              trace: bool) -> dict:
+    call = _median_seconds(fn, args.reps, sync)
+    piped = _pipelined_seconds(fn, args.calls, args.reps, sync)
+    row = {"us_per_call": call * 1e6, "ns_per_item": call / batch * 1e9,
+           "pipelined_ns_per_item": piped / batch * 1e9, "_seconds": (call, piped)}
+    if trace:
+        try:
+            kernels = _device_kernels(fn, args.calls)
+        except Exception as exc:  # (a profiler without CUPTI: keep the timings)
+            row["device_kernels_error"] = f"{type(exc).__name__}: {exc}"
+        else:
+            row["device_kernels"] = kernels
+            row["device_us_per_call"] = sum(k["us_per_call"] for k in kernels)
+    return row
+
+
+def bench_step_gradients(robot: str, handle: Any, batch: int, floating: bool,
+                         args: argparse.Namespace) -> list[dict]:
+    dtype = np.dtype(args.dtype)
+    s = _states(handle, batch, dtype, floating)
     x = np.concatenate([s["q"], s["qd"]], axis=1)
+    column = np.full((batch, 1), DT, dtype=dtype)
     sync = None
-    if device == "cuda":
+    if args.device == "cuda":
         import torch
         s = {k: torch.from_numpy(v).cuda() for k, v in s.items()}
-        x = torch.from_numpy(x).cuda()
+        x, column = torch.from_numpy(x).cuda(), torch.from_numpy(column).cuda()
         sync = torch.cuda.synchronize
-    fd = _median_seconds(lambda: handle.forward_dynamics_gradient(s["q"], s["qd"], s["u"]),
-                         reps, sync)
+    trace = args.trace and args.device == "cuda"
+    common = {"robot": robot, "batch": batch, "dtype": args.dtype, "device": args.device,
+              "strategy": args.strategy}
+    fd = _time_row(lambda: handle.forward_dynamics_gradient(s["q"], s["qd"], s["u"]),
+                   batch, args, sync, trace)
+    fd_call, fd_piped = fd.pop("_seconds")
+    rows = [{**common, "method": "forward_dynamics_gradient", "path": "kernel", **fd,
+             **_launch_info(handle, "forward_dynamics_gradient")}]
+    for integrator in INTEGRATORS:
+        kernel = f"plant_step_gradient_{integrator}"
+        timed = [(f"plant_step_gradient[{integrator}]",
+                  "composed" if floating else "handle",
+                  lambda i=integrator: handle.plant_step_gradient(x, s["u"], DT, i))]
+        if kernel in handle.algorithms:
+            timed.append((kernel, "kernel",
+                          lambda k=kernel: getattr(handle, k)(x, s["u"], column)))
+        for method, path, fn in timed:
+            row = _time_row(fn, batch, args, sync, trace)
+            call, piped = row.pop("_seconds")
+            row.update(ratio=call / fd_call, pipelined_ratio=piped / fd_piped)
+            rows.append({**common, "method": method, "path": path, **row,
+                         **(_launch_info(handle, kernel) if path != "composed" else {})})
+            print(f"{robot:7s} B={batch:<6d} {method:44s} {path:8s} "
+                  f"{row['ns_per_item']:10.2f} ns/item ({row['pipelined_ns_per_item']:9.2f} "
+                  f"pipelined; FD gradient {fd['ns_per_item']:9.2f}, "
+                  f"x{row['ratio']:5.2f})", flush=True)
+    return rows
+
+
+def bench_hessian(robot: str, name: str, args: argparse.Namespace) -> dict:
+    path, floating = _urdf(robot)
+    numpy_handle = grid_rbd.get_robot(name, cache_dir=args.store)
+    small = min(BATCHES[robot], 4096)
+    s = _states(numpy_handle, small, np.dtype(args.dtype), floating)
+    x = np.concatenate([s["q"], s["qd"]], axis=1)
+    seconds = _median_seconds(
+        lambda: numpy_handle.plant_step_hessian(x, s["u"], DT, "semi_implicit_euler"),
+        max(1, args.reps // 2))
+    print(f"{robot:7s} plant_step_hessian (numpy handle, B={small}) "
+          f"{seconds / small * 1e9:9.1f} ns/item", flush=True)
+    return {"robot": robot, "batch": small, "dtype": args.dtype, "device": args.device,
+            "method": "plant_step_hessian[semi_implicit_euler] (numpy handle)",
+            "ns_per_item": seconds / small * 1e9}
+
+
+def bench_robot(robot: str, args: argparse.Namespace) -> list[dict]:
+    path, floating = _urdf(robot)
+    backend = "torch" if args.device == "cuda" else "numpy"
+    # The fused step gradients (the plant profile) where the configuration is a vector.
+    profiles = ["core"] + ([] if floating else ["plant"]) \
+        + (["second_order"] if args.hessian and not floating else [])
+    name = f"{robot}_plant_bench_{args.strategy}"
+    handle = grid_rbd.register_robot(name, urdf_path=str(path), floating_base=floating,
+                                     dtype=args.dtype, device=args.device,
+                                     algorithm_list=profiles, backend=backend,
+                                     cache_dir=args.store, strategy=args.strategy)
+    batches = [int(b) for b in args.batches.split(",")] if args.batches \
+        else [BATCHES[robot], 1]
     rows = []
-    for integrator in ("euler", "semi_implicit_euler"):
-        step = _median_seconds(
-            lambda i=integrator: handle.plant_step_gradient(x, s["u"], 0.01, i), reps, sync)
-        rows.append({"robot": robot, "batch": batch, "dtype": dtype, "device": device,
-                     "strategy": strategy, "method": f"plant_step_gradient[{integrator}]",
-                     "path": "composed" if floating else "fused kernel",
-                     "ns_per_item": step / batch * 1e9,
-                     "fd_gradient_ns_per_item": fd / batch * 1e9, "ratio": step / fd})
-        print(f"{robot:7s} plant_step_gradient {integrator:20s} {step / batch * 1e9:9.1f} "
-              f"ns/item (FD gradient {fd / batch * 1e9:8.1f}, x{step / fd:5.2f})", flush=True)
-    if hessian and not floating:
-        numpy_handle = grid_rbd.get_robot(f"{robot}_plant_bench_{strategy}") \
-            if device == "cuda" \
-            else handle
-        small = min(batch, 4096)
-        xs = np.ascontiguousarray(np.asarray(x.cpu() if device == "cuda" else x)[:small])
-        us = np.ascontiguousarray(np.asarray(s["u"].cpu() if device == "cuda"
-                                             else s["u"])[:small])
-        seconds = _median_seconds(
-            lambda: numpy_handle.plant_step_hessian(xs, us, 0.01, "semi_implicit_euler"),
-            max(1, reps // 2))
-        rows.append({"robot": robot, "batch": small, "dtype": dtype, "device": device,
-                     "method": "plant_step_hessian[semi_implicit_euler] (numpy handle)",
-                     "ns_per_item": seconds / small * 1e9})
-        print(f"{robot:7s} plant_step_hessian (numpy handle, B={small}) "
-              f"{seconds / small * 1e9:9.1f} ns/item", flush=True)
+    for batch in batches:
+        rows += bench_step_gradients(robot, handle, batch, floating, args)
+    if args.hessian and not floating:
+        rows.append(bench_hessian(robot, name, args))
     handle.close()
     return rows
 
@@ -88,21 +200,26 @@ def main() -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--robots", default="iiwa14,go2,g1")
+    parser.add_argument("--batches", help="comma-separated batches for every robot "
+                        "(default: the robot's large batch, then 1)")
     parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--calls", type=int, default=20,
+                        help="calls per pipelined run (and per --trace profile)")
     parser.add_argument("--strategy", default="auto", choices=("auto", "thread", "warp", "block"),
                         help="register_robot's strategy= (the FD gradient's; the fused "
                         "kernels are thread-only)")
+    parser.add_argument("--trace", action="store_true",
+                        help="CUDA: list the kernels of each call with their device time")
     parser.add_argument("--hessian", action="store_true",
                         help="also plant_step_hessian (builds the second-order profile)")
     parser.add_argument("--store", help="store folder (default: a fresh temporary one)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    store = args.store or tempfile.mkdtemp(prefix="grid_plant_bench_")
+    args.store = args.store or tempfile.mkdtemp(prefix="grid_plant_bench_")
     rows = []
     for robot in args.robots.split(","):
-        rows += bench_robot(robot, args.device, args.dtype, args.reps, store, args.hessian,
-                            args.strategy)
-    write_rows(args.out, rows)
+        rows += bench_robot(robot, args)
+    write_rows(args.out, rows, command=" ".join(sys.argv))
 
 
 if __name__ == "__main__":
