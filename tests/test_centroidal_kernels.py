@@ -13,11 +13,12 @@ states, out=, the not-built error, torch and JAX) is at the end.
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import numpy as np
 import pytest
 from artifact_harness import build_cached, load_model, prebuild, round_states, tolerance
-from support import ROBOTS, assert_scaled_close, random_states
+from support import ROBOTS, assert_scaled_close, random_states, robot_available
 
 import grid_rbd.reference as reference
 from grid_codegen.registry import PROFILES, algorithm
@@ -325,3 +326,63 @@ def test_regressor_warp_strategy(case):
                        dataclasses.replace(s, qdd=np.zeros_like(s.qdd)))
     assert_scaled_close(zero, want, tolerance(artifact.dtype, "inverse_dynamics", ref, s.q),
                         "warp regressor, qdd absent")
+
+
+def _hand(fingers: int) -> bytes:
+    """A 3-link arm with a ball wrist and `fingers` two-link fingers: more leaves than
+    the regressor's warp strategy splits its terms into (MAX_GROUPS)."""
+    from joint_type_robots import _joint, _link, _robot
+    parts = [_link("base"), _link("a"), _link("b"), _link("palm"),
+             _joint("j1", "base", "a"), _joint("j2", "a", "b", axis="0 1 0"),
+             _joint("wrist", "b", "palm", "spherical")]
+    for k in range(fingers):
+        parts += [_link(f"p{k}", 0.05), _link(f"d{k}", 0.03),
+                  _joint(f"f{k}a", "palm", f"p{k}", axis="1 0 0", xyz=f"0.02 {0.01 * k} 0.1"),
+                  _joint(f"f{k}b", f"p{k}", f"d{k}", axis="0 1 0")]
+    return _robot("hand", *parts)
+
+
+def test_regressor_warp_terms_groups():
+    """The terms of the warp strategy split into groups (one thread each): the groups
+    partition the bodies into ranges in order; a chain is one group, g1 one per limb,
+    a hand with more fingers than MAX_GROUPS is merged down to it; and a many-group
+    build's regressor matches the reference on the CPU build (which runs every group)."""
+    from artifact_harness import Artifact, _build
+    from joint_type_robots import states
+
+    from grid_codegen import parse_urdf
+    from grid_codegen.emit import regressor_warp
+    from grid_codegen.options import CodegenOptions
+
+    def check_partition(model, groups):
+        assert groups[0][0] == 0 and groups[-1][1] == model.nb
+        assert all(a[1] == b[0] for a, b in zip(groups[:-1], groups[1:], strict=True))
+        assert all(b0 < b1 for b0, b1 in groups)
+        assert len(groups) <= regressor_warp.MAX_GROUPS
+
+    iiwa = load_model("iiwa14")
+    assert regressor_warp.terms_groups(iiwa) == [(0, iiwa.nb)]
+    if robot_available("g1"):
+        g1 = parse_urdf(ROBOTS["g1"].path, floating_base=True)
+        groups = regressor_warp.terms_groups(g1)
+        check_partition(g1, groups)
+        assert len(groups) == 4  # two legs, two arms (the waist goes with the first arm)
+    model = parse_urdf(_hand(11))
+    groups = regressor_warp.terms_groups(model)
+    check_partition(model, groups)
+    assert len(groups) == regressor_warp.MAX_GROUPS
+    ref = reference.ReferenceRobot(model)
+    so, _ = _build(model, CodegenOptions(dtype="float64",
+                                         algorithms=("inverse_dynamics_regressor",)), "cpu")
+    artifact = Artifact(so)
+    assert "warp" in artifact.algorithms["inverse_dynamics_regressor"].variants
+    state = artifact.state()
+    try:
+        q, qd, qdd, _ = states(model, 7, 5, model.nq, model.nv)
+        s = types.SimpleNamespace(q=q, qd=qd, qdd=qdd)
+        inputs, want = expected(ref, "inverse_dynamics_regressor", s, 3.71)
+        got = _flat(state.call("inverse_dynamics_regressor", *inputs, gravity=3.71,
+                               variant="warp"))
+        assert_scaled_close(got, want, 1e-10, "warp regressor of a hand of 11 fingers")
+    finally:
+        state.close()

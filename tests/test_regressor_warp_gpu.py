@@ -41,14 +41,25 @@ def test_warp_strategy_matches_reference(robot, dtype):
     assert "warp" in artifact.algorithms[NAME].variants
     ref = reference.load(ROBOTS[robot].path, floating_base=ROBOTS[robot].floating_base)
     s = round_states(random_states(ref.model, 37, seed=len(robot)), artifact.dtype)
-    one = dataclasses.replace(s, **{k: getattr(s, k)[:1] for k in ("q", "qd", "qdd")})
+
+    def first(n):
+        return dataclasses.replace(s, **{k: getattr(s, k)[:n] for k in ("q", "qd", "qdd")})
+
     resting = dataclasses.replace(s, qdd=np.zeros_like(s.qdd))
+    capped = {"threads": 64, "max_blocks": 2}
     state = artifact.state()
     try:
+        # 37 items: four whole tiles of 8 (the two-kernel path) and a partial one (the
+        # warps compute their own terms); 8: tiles only; 5 and 1: a partial tile only; a
+        # capped grid of the tile width strides over tiles; another width runs every
+        # item as a partial tile's.
         for states, gravity, launch, absent, what in (
                 (s, 3.71, {}, False, "default launch"),
-                (s, -9.81, {"threads": 64, "max_blocks": 2}, False, "capped grid"),
-                (one, -9.81, {}, False, "batch 1"),
+                (s, -9.81, capped, False, "capped grid, 64 threads"),
+                (s, -9.81, {"threads": 256, "max_blocks": 2}, False, "capped grid, tiles"),
+                (first(8), -9.81, {}, False, "one whole tile"),
+                (first(5), -9.81, {}, False, "batch 5"),
+                (first(1), -9.81, {}, False, "batch 1"),
                 (resting, -9.81, {}, True, "qdd absent")):
             inputs, want = expected(ref, NAME, states, gravity)
             if absent:

@@ -262,3 +262,24 @@ def test_ops_increase_is_reported():
     assert counts[False].keys() == counts[True].keys() == set(DYNAMICS + KINEMATICS)
     for name in counts[False]:
         assert int(counts[True][name]) >= int(counts[False][name]), name
+
+
+def test_regressor_warp_strategy_follows_the_table():
+    """The inverse-dynamics regressor's warp strategy traces its terms from the table too
+    (`emit.regressor_warp.build_terms`), like its thread strategy: both against the
+    reference of the edited model, on a floating base."""
+    model = model_of(floating_base=True)
+    edited = model_of(edited_urdf(), floating_base=True)
+    table = origin_table(edited)
+    table[0] = [0.1, -0.2, 0.3, 0.0, 0.0, np.sin(0.2), np.cos(0.2)]
+    name = "inverse_dynamics_regressor"
+    art = _artifact(model, (name,))
+    assert {"thread", "warp"} <= set(art.algorithms[name].variants)
+    state = art.state()
+    s = random_states(model, 5, seed=13, max_velocity=3.0)
+    assert set_table(art, state, table) == 0
+    want = ReferenceRobot(_with_root_origin(edited, table[0])).inverse_dynamics_regressor(
+        s.q, s.qd, s.qdd)
+    for variant in art.algorithms[name].variants:
+        got = np.asarray(state.call(name, s.q, s.qd, s.qdd, variant=variant))
+        assert scaled_error(got.reshape(want.shape), want) < 1e-9, variant

@@ -182,15 +182,15 @@ def _add_regressor_warp_variant(builds: list[AlgorithmBuild], library: PassLibra
         return
     build = builds[k]
     joint_table = bool(jd is not None and jd.runtime)
-    terms = regressor_warp.build_terms_item(library, model, ee_frames, options.runtime_inertia,
-                                            build.algorithm, dims, thread_items, jd,
-                                            options.runtime_transform)
+    terms = regressor_warp.build_terms(library, model, ee_frames, options.runtime_inertia,
+                                       build.algorithm, dims, thread_items, jd,
+                                       options.runtime_transform)
     thread_items.line()
     warp = regressor_warp.emit_variant(kernels, model, build.algorithm, dims, terms,
                                        joint_table, bool(transform_table))
     lanes = regressor_warp.lane_ops(model)
     builds[k] = _with_variant(build, warp, dispatch.Variant(
-        "columns", terms.ops + lanes, terms.ops + regressor_warp.LANES * lanes), dims, options)
+        "columns", terms.ops + lanes, terms.work + regressor_warp.LANES * lanes), dims, options)
 
 
 def _model_variant(variant: VariantInfo, ops: int, entry: Algorithm, dims: Dims

@@ -14,6 +14,9 @@ Each figure is the median over `--reps` calls after one warm-up; the bound is th
 fill of the output buffer (`fill(0)` / `zero_()`), so `ratio = time / bound` says how far
 a kernel is from writing its output at the machine's store bandwidth (on the CPU the
 fill runs on one thread, the kernels on all of them: a ratio below 1 is possible there).
+Each call waits for the device, so a GPU figure includes the host's per-call work; the
+GPU rows also give the `queued` figures: `--reps` calls back to back and one wait, for the
+method and the fill alike (a loop that does not wait per call).
 """
 
 from __future__ import annotations
@@ -75,10 +78,24 @@ def _median_seconds(fn, reps: int, sync=None) -> float:
     return statistics.median(times)
 
 
+def _pipelined_seconds(fn, reps: int, sync) -> float:
+    """Seconds per call of `reps` calls queued back to back, one wait at the end (the
+    throughput of a loop that does not wait per call: the host's per-call work overlaps
+    the device's)."""
+    fn()
+    sync()
+    start = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    sync()
+    return (time.perf_counter() - start) / reps
+
+
 def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
                 profile: str = "centroidal", batch: int | None = None,
-                algorithms: tuple[str, ...] = ()) -> list[dict]:
-    """`algorithms`: a subset of the profile to build and time (default: all of it)."""
+                algorithms: tuple[str, ...] = (), trace: bool = False) -> list[dict]:
+    """`algorithms`: a subset of the profile to build and time (default: all of it);
+    `trace` (CUDA): also the kernels each call launches with their device time."""
     path, floating = _urdf(robot)
     backend = "torch" if device == "cuda" else "numpy"
     handle = grid_rbd.register_robot(f"{robot}_{profile}_bench", urdf_path=str(path),
@@ -111,14 +128,31 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
         method = getattr(handle, name)
         seconds = _median_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o), reps, sync)
         bound = _median_seconds(fill, reps, sync)
-        rows.append({"robot": robot, "profile": profile, "algorithm": name, "batch": batch,
-                     "dtype": dtype,
-                     "device": device, "ns_per_item": seconds / batch * 1e9,
-                     "write_bound_ns_per_item": bound / batch * 1e9,
-                     "ratio_to_write_bound": seconds / bound,
-                     "bytes_per_item": size * npdtype.itemsize})
-        print(f"{robot:7s} {name:28s} {seconds / batch * 1e9:10.1f} ns/item  "
-              f"(write bound {bound / batch * 1e9:7.1f}, x{seconds / bound:6.1f})", flush=True)
+        row = {"robot": robot, "profile": profile, "algorithm": name, "batch": batch,
+               "dtype": dtype,
+               "device": device, "ns_per_item": seconds / batch * 1e9,
+               "write_bound_ns_per_item": bound / batch * 1e9,
+               "ratio_to_write_bound": seconds / bound,
+               "bytes_per_item": size * npdtype.itemsize}
+        text = (f"{robot:7s} {name:28s} {seconds / batch * 1e9:10.1f} ns/item  "
+                f"(write bound {bound / batch * 1e9:7.1f}, x{seconds / bound:6.1f})")
+        if device == "cuda":
+            queued = _pipelined_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o),
+                                        reps, sync)
+            queued_bound = _pipelined_seconds(fill, reps, sync)
+            row.update({"queued_ns_per_item": queued / batch * 1e9,
+                        "queued_write_bound_ns_per_item": queued_bound / batch * 1e9,
+                        "queued_ratio_to_write_bound": queued / queued_bound})
+            text += (f"; queued {queued / batch * 1e9:7.1f} (bound "
+                     f"{queued_bound / batch * 1e9:7.1f}, x{queued / queued_bound:5.2f})")
+            if trace:
+                from bench_plant import _device_kernels
+                row["device_kernels"] = _device_kernels(
+                    lambda m=method, i=inputs, o=out: m(*i, out=o), reps)
+                text += "".join(f"\n    {k['us_per_call']:9.1f} us  {k['name'][:90]}"
+                                for k in row["device_kernels"])
+        rows.append(row)
+        print(text, flush=True)
     handle.close()
     return rows
 
@@ -136,6 +170,8 @@ def main() -> None:
     parser.add_argument("--algorithms", default="",
                         help="comma-separated subset of the profile (default: all of it)")
     parser.add_argument("--store", help="store folder (default: a fresh temporary one)")
+    parser.add_argument("--trace", action="store_true",
+                        help="CUDA: the kernels each call launches, with their device time")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if args.threads:
@@ -145,7 +181,8 @@ def main() -> None:
     rows = []
     for robot in args.robots.split(","):
         rows += bench_robot(robot, args.device, args.dtype, args.reps, store, args.profile,
-                            args.batch, tuple(a for a in args.algorithms.split(",") if a))
+                            args.batch, tuple(a for a in args.algorithms.split(",") if a),
+                            args.trace)
     write_rows(args.out, rows, threads=args.threads or os.cpu_count())
 
 

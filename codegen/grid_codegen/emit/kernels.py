@@ -286,11 +286,12 @@ def emit_tile_loop(w: Writer) -> None:
 
 
 def emit_configure(w: Writer, name: str, shared: str, first: Sequence[str] = (),
-                   cuda_only: bool = False) -> None:
+                   cuda_only: bool = False, also: Sequence[str] = ()) -> None:
     """`<name>_shared_bytes<T>()` and `configure_<name><T>()`. `first`: kernels without
     shared memory that the variant launches before `<name>_kernel` (configured first);
-    `cuda_only`: the variant's kernels exist on the CUDA build only (the host build's
-    setup has nothing to do)."""
+    `also`: kernels launched with the shared memory of `<name>_kernel`; `cuda_only`: the
+    variant's kernels exist on the CUDA build only (the host build's setup has nothing
+    to do)."""
     w.doc(f"Dynamic shared memory of one `{name}` block at the default width, in bytes.")
     w.line("template <typename T>")
     with w.block(f"constexpr size_t {name}_shared_bytes()"):
@@ -303,6 +304,10 @@ def emit_configure(w: Writer, name: str, shared: str, first: Sequence[str] = (),
             w.line("#if GRID_IS_CUDA")
         for kernel in first:
             w.line(f"const int rc_{kernel} = configure_kernel({kernel}<T>, size_t{{0}});")
+            w.line(f"if (rc_{kernel} != GRID_OK) return rc_{kernel};")
+        for kernel in also:
+            w.line(f"const int rc_{kernel} = configure_kernel({kernel}<T>, "
+                   f"{name}_shared_bytes<T>());")
             w.line(f"if (rc_{kernel} != GRID_OK) return rc_{kernel};")
         w.line(f"return configure_kernel({name}_kernel<T>, {name}_shared_bytes<T>());")
         if cuda_only:

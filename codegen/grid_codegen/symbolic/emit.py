@@ -184,7 +184,8 @@ class ItemBuilder:
     def call(self, name: str, doc: str, fn: Callable[..., Sequence[object]],
              inputs: Sequence[Array], output: Array | str, *,
              scalars: Sequence[str] = (), schedule_order: Sequence[int] | None = None,
-             write: Sequence[int] | None = None, dense: bool = False) -> Array:
+             write: Sequence[int] | None = None, dense: bool = False,
+             out_stride: int = 1) -> Array:
         """Trace `fn(*input_values, *scalar_values)` and emit (or reuse) the pass `name`.
 
         inputs: arrays whose values `fn` receives as lists (constants folded in).
@@ -198,7 +199,9 @@ class ItemBuilder:
         write: the output indices this call writes (default: all); `fn` still returns the
             whole output, the rest is dead code.
         dense: a local output is written in full, its constant entries included (for a
-            consumer that reads it with run-time indices, such as a dense product loop)."""
+            consumer that reads it with run-time indices, such as a dense product loop).
+        out_stride: output entry `k` is stored at `out[k * out_stride]` (an output of kind
+            "out" interleaved with other items' outputs, `emit.regressor_warp`)."""
         g = G.Graph()
         values: list[object] = []
         owner: dict[str, str] = {}  # input expression -> the parameter it reads
@@ -235,8 +238,10 @@ class ItemBuilder:
                    a.name) for a in inputs if a.name in used]
         params += [(f"S {s}", s) for s in scalars if s in used]
         params.append((f"T* GRID_RESTRICT {out_name}", out_name))
+        if out_stride != 1 and not is_out:
+            raise ValueError(f"{name}: out_stride applies to an output of kind 'out'")
         segments, scratch, ops = _emit_body(g, result, positions, out_name, is_out or dense,
-                                            self.library.segment_ops)
+                                            self.library.segment_ops, out_stride)
         text = "\n".join([*(d for d, _ in params), *(ln for s in segments for ln in s._lines)])
         signature = hashlib.sha256(text.encode()).hexdigest()
         emitted = self.library._by_signature.get(signature)
@@ -315,7 +320,7 @@ def _expression(g: G.Graph, i: int, operand: Callable[[object], str]) -> str:
 
 
 def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
-               out_name: str, write_constants: bool, segment_ops: int
+               out_name: str, write_constants: bool, segment_ops: int, out_stride: int = 1
                ) -> tuple[list[Writer], int, dict[str, int]]:
     """The statements of one pass: one body, or segments with their scratch size."""
     order = G.schedule(g, [result[k] for k in positions])
@@ -350,7 +355,7 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
         for i in order:
             names[i] = f"t{len(names)}"
             body.line(f"const T {names[i]} = {_expression(g, i, operand)};")
-        _emit_stores(body, result, positions, out_name, write_constants, names)
+        _emit_stores(body, result, positions, out_name, write_constants, names, out_stride)
         return [body], 0, ops
     # Inputs are re-read in each segment that uses them (they are the caller's arrays);
     # computed values used by a later segment go through scratch slots.
@@ -393,9 +398,9 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
         r = result[k]
         if type(r) is G.Sym:
             s = out_segment[k]
-            bodies[s].line(f"{out_name}[{k}] = {names_by_seg[s][r.i]};")
+            bodies[s].line(f"{out_name}[{k * out_stride}] = {names_by_seg[s][r.i]};")
         elif write_constants:
-            bodies[-1].line(f"{out_name}[{k}] = {splat(r)};")
+            bodies[-1].line(f"{out_name}[{k * out_stride}] = {splat(r)};")
     return bodies, nslots, ops
 
 
@@ -425,10 +430,11 @@ def _allocate_slots(g: G.Graph, order: Sequence[int], segment_of: dict[int, int]
 
 
 def _emit_stores(body: Writer, result: Sequence[object], positions: Sequence[int],
-                 out_name: str, write_constants: bool, names: dict[int, str]) -> None:
+                 out_name: str, write_constants: bool, names: dict[int, str],
+                 out_stride: int = 1) -> None:
     for k in positions:
         r = result[k]
         if type(r) is G.Sym:
-            body.line(f"{out_name}[{k}] = {names[r.i]};")
+            body.line(f"{out_name}[{k * out_stride}] = {names[r.i]};")
         elif write_constants:
-            body.line(f"{out_name}[{k}] = {splat(r)};")
+            body.line(f"{out_name}[{k * out_stride}] = {splat(r)};")
