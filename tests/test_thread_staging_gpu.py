@@ -44,13 +44,26 @@ def test_staged_thread_kernels_match_the_reference(tmp_path, robot):
             assert_scaled_close(got.reshape(batch, -1), want.reshape(batch, -1),
                                 tolerance(np.float32, name, ref, s.q), f"{name} B={batch}")
         if plant:
+            # Both integrators: V staged, the position rows by the second kernel.
             x = torch.cat([dev["q"], dev["qd"]], 1)
-            got = th.plant_step_gradient(x, dev["u"], 0.01, "semi_implicit_euler")
-            want = ref.plant_step_gradient(np.concatenate([s.q, s.qd], 1), s.u, 0.01,
-                                           "semi_implicit_euler")
-            assert_scaled_close(got.cpu().numpy().reshape(batch, -1),
-                                want.reshape(batch, -1),
-                                tolerance(np.float32, "forward_dynamics_gradient", ref, s.q),
-                                f"plant_step_gradient B={batch}")
+            for integrator in ("euler", "semi_implicit_euler"):
+                got = th.plant_step_gradient(x, dev["u"], 0.01, integrator)
+                want = ref.plant_step_gradient(np.concatenate([s.q, s.qd], 1), s.u, 0.01,
+                                               integrator)
+                assert_scaled_close(got.cpu().numpy().reshape(batch, -1),
+                                    want.reshape(batch, -1),
+                                    tolerance(np.float32, "forward_dynamics_gradient", ref,
+                                              s.q), f"plant_step_gradient {integrator} B={batch}")
+            # The kernel takes a step per item: each item's position rows use its own.
+            steps = torch.linspace(0.005, 0.02, batch, device="cuda").reshape(batch, 1)
+            got = th.plant_step_gradient_semi_implicit_euler(x, dev["u"], steps)
+            for b in (0, batch - 1):
+                want = ref.plant_step_gradient(np.concatenate([s.q, s.qd], 1)[b:b + 1],
+                                               s.u[b:b + 1], float(steps[b, 0]),
+                                               "semi_implicit_euler")
+                assert_scaled_close(got[b:b + 1].cpu().numpy().reshape(1, -1),
+                                    want.reshape(1, -1),
+                                    tolerance(np.float32, "forward_dynamics_gradient", ref,
+                                              s.q), f"per-item dt, item {b} B={batch}")
     th.close()
     assert STAGE_MIN_WIDTH <= 49 and 648 <= STAGE_MAX_WIDTH  # the widths above are staged
