@@ -15,8 +15,9 @@ fill of the output buffer (`fill(0)` / `zero_()`), so `ratio = time / bound` say
 a kernel is from writing its output at the machine's store bandwidth (on the CPU the
 fill runs on one thread, the kernels on all of them: a ratio below 1 is possible there).
 Each call waits for the device, so a GPU figure includes the host's per-call work; the
-GPU rows also give the `queued` figures: `--reps` calls back to back and one wait, for the
-method and the fill alike (a loop that does not wait per call).
+GPU rows also give the `queued` figures: `--reps` calls back to back and one wait (the
+median of 3 such runs), for the method and the fill alike (a loop that does not wait per
+call).
 """
 
 from __future__ import annotations
@@ -78,17 +79,44 @@ def _median_seconds(fn, reps: int, sync=None) -> float:
     return statistics.median(times)
 
 
-def _pipelined_seconds(fn, reps: int, sync) -> float:
-    """Seconds per call of `reps` calls queued back to back, one wait at the end (the
-    throughput of a loop that does not wait per call: the host's per-call work overlaps
-    the device's)."""
+def _pipelined_seconds(fn: Any, calls: int, reps: int, sync: Any = None) -> float:
+    """Median over `reps` of (`calls` calls back to back, then one wait) / `calls`."""
     fn()
-    sync()
-    start = time.perf_counter()
+    if sync:
+        sync()
+    times = []
     for _ in range(reps):
-        fn()
-    sync()
-    return (time.perf_counter() - start) / reps
+        start = time.perf_counter()
+        for _ in range(calls):
+            result = fn()
+        if sync:
+            sync()
+        del result
+        times.append((time.perf_counter() - start) / calls)
+    return statistics.median(times)
+
+
+def _device_kernels(fn: Any, calls: int) -> list[dict]:
+    """The CUDA kernels `calls` calls of `fn` launched, per call: name, count and device
+    microseconds (torch.profiler over CUPTI, which sees the runtime's own launches)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    kernels = []
+    for event in prof.key_averages():  # (kernels only: the CPU activity is off)
+        total = next((getattr(event, a) for a in ("self_device_time_total",
+                                                  "self_cuda_time_total", "device_time_total")
+                      if hasattr(event, a)), 0.0)
+        if total:
+            kernels.append({"name": event.key[:160], "per_call": event.count / calls,
+                            "us_per_call": total / calls})
+    return sorted(kernels, key=lambda k: -k["us_per_call"])
 
 
 def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
@@ -138,15 +166,14 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
                 f"(write bound {bound / batch * 1e9:7.1f}, x{seconds / bound:6.1f})")
         if device == "cuda":
             queued = _pipelined_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o),
-                                        reps, sync)
-            queued_bound = _pipelined_seconds(fill, reps, sync)
+                                        reps, 3, sync)
+            queued_bound = _pipelined_seconds(fill, reps, 3, sync)
             row.update({"queued_ns_per_item": queued / batch * 1e9,
                         "queued_write_bound_ns_per_item": queued_bound / batch * 1e9,
                         "queued_ratio_to_write_bound": queued / queued_bound})
             text += (f"; queued {queued / batch * 1e9:7.1f} (bound "
                      f"{queued_bound / batch * 1e9:7.1f}, x{queued / queued_bound:5.2f})")
             if trace:
-                from bench_plant import _device_kernels
                 row["device_kernels"] = _device_kernels(
                     lambda m=method, i=inputs, o=out: m(*i, out=o), reps)
                 text += "".join(f"\n    {k['us_per_call']:9.1f} us  {k['name'][:90]}"

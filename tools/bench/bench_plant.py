@@ -31,10 +31,8 @@ recorded and the context's launch overrides for the kernel.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +40,13 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_centroidal import _median_seconds, _states, _urdf  # noqa: E402
+from bench_centroidal import (  # noqa: E402
+    _device_kernels,
+    _median_seconds,
+    _pipelined_seconds,
+    _states,
+    _urdf,
+)
 from sidebyside_common import write_rows  # noqa: E402
 
 import grid_rbd  # noqa: E402
@@ -50,46 +54,6 @@ import grid_rbd  # noqa: E402
 BATCHES = {"iiwa14": 65536, "go2": 65536, "g1": 16384}
 INTEGRATORS = ("euler", "semi_implicit_euler")
 DT = 0.01
-
-
-def _pipelined_seconds(fn: Any, calls: int, reps: int, sync: Any = None) -> float:
-    """Median over `reps` of (`calls` calls back to back, then one wait) / `calls`."""
-    fn()
-    if sync:
-        sync()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        for _ in range(calls):
-            result = fn()
-        if sync:
-            sync()
-        del result
-        times.append((time.perf_counter() - start) / calls)
-    return statistics.median(times)
-
-
-def _device_kernels(fn: Any, calls: int) -> list[dict]:
-    """The CUDA kernels `calls` calls of `fn` launched, per call: name, count and device
-    microseconds (torch.profiler over CUPTI, which sees the runtime's own launches)."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    kernels = []
-    for event in prof.key_averages():  # (kernels only: the CPU activity is off)
-        total = next((getattr(event, a) for a in ("self_device_time_total",
-                                                  "self_cuda_time_total", "device_time_total")
-                      if hasattr(event, a)), 0.0)
-        if total:
-            kernels.append({"name": event.key[:160], "per_call": event.count / calls,
-                            "us_per_call": total / calls})
-    return sorted(kernels, key=lambda k: -k["us_per_call"])
 
 
 def _launch_info(handle: Any, algorithm: str) -> dict:

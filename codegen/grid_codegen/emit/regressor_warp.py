@@ -181,16 +181,16 @@ def build_terms(library: PassLibrary, model: RobotModel, ee_frames: tuple,
         X = A.joint_transforms(model, q, origins)
         return C.regressor_world_terms(model, X, qd, qdd, gravity)
 
+    plan = _Plan(model, ee_frames, runtime_inertia, library, joint_dynamics,
+                 runtime_transform)
+    ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
+             for p in algorithm.inputs}
     groups = []
     for k, (bodies, span) in enumerate(zip(ranges, dofs, strict=True)):
         picks = _picks(model, bodies, span)
         names, ops = [], 0
         for stride, suffix in ((1, ""), (TILE, "_tiled")):
-            plan = _Plan(model, ee_frames, runtime_inertia, library, joint_dynamics,
-                         runtime_transform)
             kb = ItemBuilder(library)
-            ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
-                     for p in algorithm.inputs}
             b0, b1 = bodies
             plan.dynamics_call(
                 kb, f"regressor_world_terms_{k}{suffix}", f"Bodies {b0}..{b1 - 1} of the "
