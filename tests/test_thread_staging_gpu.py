@@ -2,7 +2,7 @@
 STAGE_MIN_WIDTH and STAGE_MAX_WIDTH scalars leave the kernel through a shared tile, one
 item's row per store. Checked against the float64 reference for every width class
 (iiwa14: 49, 98 and 294 scalars; go2: 324 and 648), at batches that end mid-warp and
-mid-block."""
+mid-block, in float32 (tiles of 32 columns) and float64 (16: two items per store)."""
 
 from __future__ import annotations
 
@@ -20,20 +20,22 @@ pytestmark = pytest.mark.gpu
 CHECKED = ("crba", "minv", "inverse_dynamics_gradient", "forward_dynamics_gradient")
 
 
-@pytest.mark.parametrize("robot", ["iiwa14", "go2"])
-def test_staged_thread_kernels_match_the_reference(tmp_path, robot):
+@pytest.mark.parametrize(("robot", "dtype"), [("iiwa14", "float32"), ("go2", "float32"),
+                                              ("iiwa14", "float64")])
+def test_staged_thread_kernels_match_the_reference(tmp_path, robot, dtype):
     from test_codegen_gpu import _require_cuda
     torch = _require_cuda()
     spec = ROBOTS[robot]
     plant = [] if spec.floating_base else ["plant"]
+    np_dtype = np.dtype(dtype)
     th = grid_rbd.register_robot(f"{robot}_staged", urdf_path=str(spec.path),
-                                 floating_base=spec.floating_base, dtype="float32",
+                                 floating_base=spec.floating_base, dtype=dtype,
                                  backend="torch", device="cuda", strategy="thread",
                                  algorithm_list=["core", *plant], cache_dir=tmp_path)
     ref = reference.load(spec.path, floating_base=spec.floating_base)
     for batch in (1, 45, 300):
-        s = round_states(random_states(ref.model, batch, seed=batch), "float32")
-        dev = {k: torch.from_numpy(getattr(s, k).astype(np.float32)).cuda()
+        s = round_states(random_states(ref.model, batch, seed=batch), dtype)
+        dev = {k: torch.from_numpy(getattr(s, k).astype(np_dtype)).cuda()
                for k in ("q", "qd", "qdd", "u")}
         for name in CHECKED:
             args = {"crba": ("q",), "minv": ("q",),
@@ -42,9 +44,9 @@ def test_staged_thread_kernels_match_the_reference(tmp_path, robot):
             got = getattr(th, name)(*(dev[a] for a in args)).cpu().numpy()
             want = getattr(ref, name)(*(getattr(s, a) for a in args))
             assert_scaled_close(got.reshape(batch, -1), want.reshape(batch, -1),
-                                tolerance(np.float32, name, ref, s.q), f"{name} B={batch}")
+                                tolerance(np_dtype, name, ref, s.q), f"{name} B={batch}")
         if plant:
-            # Both integrators: V staged, the position rows by the second kernel.
+            # Both integrators: V staged, the position rows written with it (`<alg>_store`).
             x = torch.cat([dev["q"], dev["qd"]], 1)
             for integrator in ("euler", "semi_implicit_euler"):
                 got = th.plant_step_gradient(x, dev["u"], 0.01, integrator)
@@ -52,18 +54,21 @@ def test_staged_thread_kernels_match_the_reference(tmp_path, robot):
                                                integrator)
                 assert_scaled_close(got.cpu().numpy().reshape(batch, -1),
                                     want.reshape(batch, -1),
-                                    tolerance(np.float32, "forward_dynamics_gradient", ref,
+                                    tolerance(np_dtype, "forward_dynamics_gradient", ref,
                                               s.q), f"plant_step_gradient {integrator} B={batch}")
-            # The kernel takes a step per item: each item's position rows use its own.
-            steps = torch.linspace(0.005, 0.02, batch, device="cuda").reshape(batch, 1)
-            got = th.plant_step_gradient_semi_implicit_euler(x, dev["u"], steps)
-            for b in (0, batch - 1):
-                want = ref.plant_step_gradient(np.concatenate([s.q, s.qd], 1)[b:b + 1],
-                                               s.u[b:b + 1], float(steps[b, 0]),
-                                               "semi_implicit_euler")
-                assert_scaled_close(got[b:b + 1].cpu().numpy().reshape(1, -1),
-                                    want.reshape(1, -1),
-                                    tolerance(np.float32, "forward_dynamics_gradient", ref,
-                                              s.q), f"per-item dt, item {b} B={batch}")
+            # The kernels take a step per item: each item's rows use its own.
+            steps = torch.linspace(0.005, 0.02, batch, device="cuda",
+                                   dtype=dev["q"].dtype).reshape(batch, 1)
+            for integrator in ("euler", "semi_implicit_euler"):
+                got = getattr(th, f"plant_step_gradient_{integrator}")(x, dev["u"], steps)
+                for b in sorted({0, batch // 2, batch - 1}):
+                    want = ref.plant_step_gradient(np.concatenate([s.q, s.qd], 1)[b:b + 1],
+                                                   s.u[b:b + 1], float(steps[b, 0]),
+                                                   integrator)
+                    assert_scaled_close(got[b:b + 1].cpu().numpy().reshape(1, -1),
+                                        want.reshape(1, -1),
+                                        tolerance(np_dtype, "forward_dynamics_gradient",
+                                                  ref, s.q),
+                                        f"{integrator} per-item dt, item {b} B={batch}")
     th.close()
     assert STAGE_MIN_WIDTH <= 49 and 648 <= STAGE_MAX_WIDTH  # the widths above are staged
