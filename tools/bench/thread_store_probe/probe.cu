@@ -4,8 +4,9 @@
 //   compute : the item into its stack row, then one checksum per item (no row store)
 //   direct  : the item writes its output row itself (no staging)
 //   generated: the emitted kernel (row on the stack, staged through a shared tile)
-//   staged<C, WARPS, MINB>: the emitted staging with a tile of C columns for WARPS warps
-//     (the generated one has C = 32 for 8 warps) and __launch_bounds__(32 WARPS, MINB)
+//   staged<W, C, WARPS, MINB, LOOP, ALL>: the emitted staging with a tile of C columns for
+//     WARPS warps (the generated one has C = 32 for 8 warps), __launch_bounds__(32 WARPS,
+//     MINB), in the grid-stride loop or not (.loop), every thread running an item (.sync)
 //   .nostore: the staging kept, the global store dropped (a store the data never takes)
 //   .sync: the item's passes with a block barrier between them (every thread of the block
 //     runs an item, the last ones a copy of the batch's last), so the block's warps run the
@@ -14,7 +15,8 @@
 //   linear: the warp's 32 rows as one run of 32 W scalars (a shared tile of the whole rows)
 //   step hoisted / split: the euler step's dt read once per lane and shuffled, the
 //     position rows written with each staged scalar (hoisted) or after the whole row
-//     (split); step.rows: the velocity rows alone
+//     (split); step.rows: the velocity rows alone (at their place in the output; the
+//     figures of 2026-12-02 wrote them at the FD gradient's stride of 98, overlapping)
 // `probe B [VARIANT]` times every variant (CUDA events, 30 launches) or one (for ncu).
 #include "wrapper.cu"
 #include <cstdio>
@@ -25,25 +27,6 @@
 using namespace grid;
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   std::printf("CUDA error %s at %d\n", cudaGetErrorString(e), __LINE__); std::exit(1); } } while (0)
-
-template <int W, typename F>
-__global__ void __launch_bounds__(256) compute_only(const Args<float> a, F item) {
-  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= (size_t)a.batch) return;
-  float row[W];
-  item(a, i, row);
-  float s = 0.f;
-  #pragma unroll
-  for (int k = 0; k < W; ++k) s += row[k];
-  a.out[i] = s;
-}
-
-template <int W, typename F>
-__global__ void __launch_bounds__(256) direct_store(const Args<float> a, F item) {
-  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= (size_t)a.batch) return;
-  item(a, i, a.out + i * W);
-}
 
 struct FdItem {
   __device__ void operator()(const Args<float>& a, size_t i, float* out) const {
@@ -64,41 +47,6 @@ struct StepItem {
   }
 };
 
-
-template <int W, int C, int WARPS, int MINB, typename F, typename St>
-__global__ void __launch_bounds__(WARPS * 32, MINB) staged(const Args<float> a, F item, St store) {
-  __shared__ float stage[WARPS][32][C + 1];
-  const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
-  const size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
-  if (base >= (size_t)a.batch) return;
-  const size_t i = base + (size_t)lane;
-  float row[W];
-  if (i < (size_t)a.batch) item(a, i, row);
-  for (int c0 = 0; c0 < W; c0 += C) {
-    #pragma unroll
-    for (int k = 0; k < C; ++k) if (c0 + k < W) stage[warp][lane][k] = row[c0 + k];
-    __syncwarp();
-    #pragma unroll
-    for (int t = lane / C; t < 32; t += 32 / C) {
-      const size_t it = base + (size_t)t;
-      const int col = c0 + lane % C;
-      if (it < (size_t)a.batch && col < W) store(a, it, col, stage[warp][t][lane % C]);
-    }
-    __syncwarp();
-  }
-}
-
-template <int W, int MINB, typename F>
-__global__ void __launch_bounds__(128, MINB) compute_only_bounded(const Args<float> a, F item) {
-  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= (size_t)a.batch) return;
-  float row[W];
-  item(a, i, row);
-  float s = 0.f;
-  #pragma unroll
-  for (int k = 0; k < W; ++k) s += row[k];
-  a.out[i] = s;
-}
 
 // The items of FdItem / StepRowsItem, their passes separated by block barriers.
 struct FdItemSync {
@@ -127,38 +75,64 @@ struct StepRowsItemSync {
   }
 };
 
-template <int W, int C, int WARPS, typename F, typename St>
-__global__ void __launch_bounds__(WARPS * 32, 1) staged_sync(const Args<float> a, F item, St store) {
-  __shared__ float stage[WARPS][32][C + 1];
-  const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
-  const size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
-  const size_t i = base + (size_t)lane;
-  float row[W];
-  item(a, i < (size_t)a.batch ? i : (size_t)a.batch - 1, row);
-  if (base >= (size_t)a.batch) return;
-  for (int c0 = 0; c0 < W; c0 += C) {
-    #pragma unroll
-    for (int k = 0; k < C; ++k) if (c0 + k < W) stage[warp][lane][k] = row[c0 + k];
-    __syncwarp();
-    #pragma unroll
-    for (int t = lane / C; t < 32; t += 32 / C) {
-      const size_t it = base + (size_t)t;
-      const int col = c0 + lane % C;
-      if (it < (size_t)a.batch && col < W) store(a, it, col, stage[warp][t][lane % C]);
-    }
-    __syncwarp();
-  }
-}
-
-template <int W, int WARPS, typename F>
-__global__ void __launch_bounds__(WARPS * 32, 1) compute_sync(const Args<float> a, F item) {
+// The item into its stack row, then one checksum per item (`compute`). ALL: every thread
+// runs an item (the last ones a copy of the batch's last), as the block barriers of the
+// .sync items need.
+template <int W, int THREADS, int MINB, bool ALL, typename F>
+__global__ void __launch_bounds__(THREADS, MINB) compute_only(const Args<float> a, F item) {
   const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (!ALL && i >= (size_t)a.batch) return;
   float row[W];
   item(a, i < (size_t)a.batch ? i : (size_t)a.batch - 1, row);
   float s = 0.f;
   #pragma unroll
   for (int k = 0; k < W; ++k) s += row[k];
   if (i < (size_t)a.batch) a.out[i] = s;
+}
+
+template <int W, typename F>
+__global__ void __launch_bounds__(256) direct_store(const Args<float> a, F item) {
+  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (size_t)a.batch) return;
+  item(a, i, a.out + i * W);
+}
+
+// The emitted staging (emit.kernels.emit_staged_loop): the warp's 32 rows through its
+// tile of C columns, `store(a, item, column, value)` of each staged scalar.
+template <int W, int C, typename St>
+__device__ __forceinline__ void store_staged(const Args<float>& a, size_t base, int lane,
+                                             float (*tile)[C + 1], const float* row, St store) {
+  for (int c0 = 0; c0 < W; c0 += C) {
+    #pragma unroll
+    for (int k = 0; k < C; ++k) if (c0 + k < W) tile[lane][k] = row[c0 + k];
+    __syncwarp();
+    #pragma unroll
+    for (int t = lane / C; t < 32; t += 32 / C) {
+      const size_t it = base + (size_t)t;
+      const int col = c0 + lane % C;
+      if (it < (size_t)a.batch && col < W) store(a, it, col, tile[t][lane % C]);
+    }
+    __syncwarp();
+  }
+}
+
+// A staged kernel: one pass over the batch (LOOP false) or the generated kernels'
+// grid-stride loop; ALL as for compute_only.
+template <int W, int C, int WARPS, int MINB, bool LOOP, bool ALL, typename F, typename St>
+__global__ void __launch_bounds__(WARPS * 32, MINB) staged(const Args<float> a, F item, St store) {
+  __shared__ float stage[WARPS][32][C + 1];
+  const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
+  const size_t stride = LOOP ? (size_t)blockDim.x * gridDim.x : (size_t)a.batch;
+  for (size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
+       ALL || base < (size_t)a.batch; base += stride) {
+    const size_t i = base + (size_t)lane;
+    float row[W];
+    if (ALL) item(a, i < (size_t)a.batch ? i : (size_t)a.batch - 1, row);
+    else if (i < (size_t)a.batch) item(a, i, row);
+    if (base >= (size_t)a.batch) return;
+    store_staged<W, C>(a, base, lane, stage[warp], row, store);
+    if (ALL) return;
+  }
 }
 
 // The warp's 32 rows of W scalars are one contiguous run of 32 W scalars in the output:
@@ -194,92 +168,22 @@ __global__ void __launch_bounds__(WARPS * 32, 1) staged_linear(const Args<float>
   }
 }
 
-// The euler step's staged store with the item's dt read once per lane and passed by
-// shuffle (StepStore reads it per scalar): `hoisted`; or the velocity rows staged alone
-// and the position rows [I | dt I | 0] written by a loop of their own: `split`.
-template <bool SPLIT>
-__global__ void __launch_bounds__(128, 1) step_staged_h(const Args<float> a) {
-  constexpr int W = 147, C = 32;
-  __shared__ float stage[4][32][C + 1];
-  const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
-  const size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
-  if (base >= (size_t)a.batch) return;
-  const size_t i = base + (size_t)lane;
-  float row[W];
-  float h_lane = 0.f;
-  if (i < (size_t)a.batch) {
-    StepRowsItem{}(a, i, row);
-    h_lane = a.in[2][i];
-  }
-  for (int c0 = 0; c0 < W; c0 += C) {
-    #pragma unroll
-    for (int k = 0; k < C; ++k) if (c0 + k < W) stage[warp][lane][k] = row[c0 + k];
-    __syncwarp();
-    const int col = c0 + lane;
-    const int r = col / 21, c = col - 21 * r;
-    #pragma unroll 4
-    for (int t = 0; t < 32; ++t) {
-      const size_t it = base + (size_t)t;
-      const float h = __shfl_sync(0xffffffffu, h_lane, t);
-      if (it < (size_t)a.batch && col < W) {
-        float* out = a.out + it * 294;
-        out[147 + col] = stage[warp][t][lane];
-        if (!SPLIT) out[col] = c == r ? 1.f : c == 7 + r ? h : 0.f;
-      }
-    }
-    __syncwarp();
-  }
-  if (SPLIT) {
-    for (int c0 = 0; c0 < W; c0 += C) {
-      const int col = c0 + lane;
-      const int r = col / 21, c = col - 21 * r;
-      #pragma unroll 4
-      for (int t = 0; t < 32; ++t) {
-        const size_t it = base + (size_t)t;
-        const float h = __shfl_sync(0xffffffffu, h_lane, t);
-        if (it < (size_t)a.batch && col < W) a.out[it * 294 + col] = c == r ? 1.f : c == 7 + r ? h : 0.f;
-      }
-    }
-  }
-}
-
 // Scalar k of an euler step's position rows [I | dt I | 0] (iiwa14: 7 x 21).
 __device__ inline float euler_position(float h, int k) {
   const int r = k / 21, c = k - 21 * r;
   return c == r ? 1.f : c == 7 + r ? h : 0.f;
 }
 
-// staged<W, 32, WARPS, 1> and step_staged_h<true> inside the generated kernels'
-// grid-stride loop (the rest of the kernel as it is).
-template <int W, int WARPS, typename F, typename St>
-__global__ void __launch_bounds__(WARPS * 32, 1) staged_loop(const Args<float> a, F item, St store) {
-  constexpr int C = 32;
-  __shared__ float stage[WARPS][32][C + 1];
-  const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
-  const size_t stride = (size_t)blockDim.x * gridDim.x;
-  for (size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
-       base < (size_t)a.batch; base += stride) {
-    const size_t i = base + (size_t)lane;
-    float row[W];
-    if (i < (size_t)a.batch) item(a, i, row);
-    for (int c0 = 0; c0 < W; c0 += C) {
-      #pragma unroll
-      for (int k = 0; k < C; ++k) if (c0 + k < W) stage[warp][lane][k] = row[c0 + k];
-      __syncwarp();
-      for (int t = 0; t < 32; ++t) {
-        const size_t it = base + (size_t)t;
-        const int col = c0 + lane;
-        if (it < (size_t)a.batch && col < W) store(a, it, col, stage[warp][t][lane]);
-      }
-      __syncwarp();
-    }
-  }
-}
-__global__ void __launch_bounds__(128, 1) step_split_loop(const Args<float> a) {
+// The euler step's staged store with the item's dt read once per lane and passed by
+// shuffle (StepStore reads it per scalar): `hoisted`, the position rows written with each
+// staged scalar; `split`, the velocity rows staged alone and the position rows written by
+// a loop of their own; LOOP: inside the generated kernels' grid-stride loop.
+template <bool SPLIT, bool LOOP>
+__global__ void __launch_bounds__(128, 1) step_staged_h(const Args<float> a) {
   constexpr int W = 147, C = 32;
   __shared__ float stage[4][32][C + 1];
   const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
-  const size_t stride = (size_t)blockDim.x * gridDim.x;
+  const size_t stride = LOOP ? (size_t)blockDim.x * gridDim.x : (size_t)a.batch;
   for (size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
        base < (size_t)a.batch; base += stride) {
     const size_t i = base + (size_t)lane;
@@ -293,20 +197,28 @@ __global__ void __launch_bounds__(128, 1) step_split_loop(const Args<float> a) {
       #pragma unroll
       for (int k = 0; k < C; ++k) if (c0 + k < W) stage[warp][lane][k] = row[c0 + k];
       __syncwarp();
+      const int col = c0 + lane;
+      #pragma unroll 4
       for (int t = 0; t < 32; ++t) {
         const size_t it = base + (size_t)t;
-        const int col = c0 + lane;
-        if (it < (size_t)a.batch && col < W) a.out[it * 294 + 147 + col] = stage[warp][t][lane];
+        const float h = __shfl_sync(0xffffffffu, h_lane, t);
+        if (it < (size_t)a.batch && col < W) {
+          float* out = a.out + it * 294;
+          out[147 + col] = stage[warp][t][lane];
+          if (!SPLIT) out[col] = euler_position(h, col);
+        }
       }
       __syncwarp();
     }
-    for (int c0 = 0; c0 < W; c0 += C) {
-      for (int t = 0; t < 32; ++t) {
-        const size_t it = base + (size_t)t;
+    if (SPLIT) {
+      for (int c0 = 0; c0 < W; c0 += C) {
         const int col = c0 + lane;
-        const float h = __shfl_sync(0xffffffffu, h_lane, t);
-        if (it < (size_t)a.batch && col < W)
-          a.out[it * 294 + col] = euler_position(h, col);
+        #pragma unroll 4
+        for (int t = 0; t < 32; ++t) {
+          const size_t it = base + (size_t)t;
+          const float h = __shfl_sync(0xffffffffu, h_lane, t);
+          if (it < (size_t)a.batch && col < W) a.out[it * 294 + col] = euler_position(h, col);
+        }
       }
     }
   }
@@ -315,6 +227,11 @@ __global__ void __launch_bounds__(128, 1) step_split_loop(const Args<float> a) {
 struct FdStore {
   __device__ void operator()(const Args<float>& a, size_t it, int col, float v) const {
     a.out[it * 98 + col] = v;
+  }
+};
+struct StepRowsStore {  // the velocity rows alone, where the step's output holds them
+  __device__ void operator()(const Args<float>& a, size_t it, int col, float v) const {
+    a.out[it * 294 + 147 + col] = v;
   }
 };
 struct NullStore {  // keeps the staged loads live, stores (almost) nothing
@@ -373,42 +290,42 @@ int main(int argc, char** argv) {
   const grid_launch_config c128{0, 128, 0, 0}, c256{0, 256, 0, 0};
   run("fd.generated128", [&] { launch_forward_dynamics_gradient_thread<float>(fd, c128, 0); });
   run("fd.generated256", [&] { launch_forward_dynamics_gradient_thread<float>(fd, c256, 0); });
-  run("fd.c32w4.loop", [&] { staged_loop<98, 4><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
-  run("fd.compute", [&] { compute_only<98><<<g(128), 128>>>(fd, FdItem{}); });
-  run("fd.compute.minb3", [&] { compute_only_bounded<98, 3><<<g(128), 128>>>(fd, FdItem{}); });
-  run("fd.compute.minb4", [&] { compute_only_bounded<98, 4><<<g(128), 128>>>(fd, FdItem{}); });
+  run("fd.c32w4.loop", [&] { staged<98, 32, 4, 1, true, false><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
+  run("fd.compute", [&] { compute_only<98, 256, 1, false><<<g(128), 128>>>(fd, FdItem{}); });
+  run("fd.compute.minb3", [&] { compute_only<98, 128, 3, false><<<g(128), 128>>>(fd, FdItem{}); });
+  run("fd.compute.minb4", [&] { compute_only<98, 128, 4, false><<<g(128), 128>>>(fd, FdItem{}); });
   run("fd.direct", [&] { direct_store<98><<<g(128), 128>>>(fd, FdItem{}); });
-  run("fd.c32w4", [&] { staged<98, 32, 4, 1><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
-  run("fd.c32w4.nostore", [&] { staged<98, 32, 4, 1><<<g(128), 128>>>(fd, FdItem{}, NullStore{}); });
-  run("fd.compute.sync128", [&] { compute_sync<98, 4><<<g(128), 128>>>(fd, FdItemSync{}); });
-  run("fd.compute.sync256", [&] { compute_sync<98, 8><<<g(256), 256>>>(fd, FdItemSync{}); });
-  run("fd.c32w4.sync", [&] { staged_sync<98, 32, 4><<<g(128), 128>>>(fd, FdItemSync{}, FdStore{}); });
-  run("fd.c32w8.sync", [&] { staged_sync<98, 32, 8><<<g(256), 256>>>(fd, FdItemSync{}, FdStore{}); });
+  run("fd.c32w4", [&] { staged<98, 32, 4, 1, false, false><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
+  run("fd.c32w4.nostore", [&] { staged<98, 32, 4, 1, false, false><<<g(128), 128>>>(fd, FdItem{}, NullStore{}); });
+  run("fd.compute.sync128", [&] { compute_only<98, 128, 1, true><<<g(128), 128>>>(fd, FdItemSync{}); });
+  run("fd.compute.sync256", [&] { compute_only<98, 256, 1, true><<<g(256), 256>>>(fd, FdItemSync{}); });
+  run("fd.c32w4.sync", [&] { staged<98, 32, 4, 1, false, true><<<g(128), 128>>>(fd, FdItemSync{}, FdStore{}); });
+  run("fd.c32w8.sync", [&] { staged<98, 32, 8, 1, false, true><<<g(256), 256>>>(fd, FdItemSync{}, FdStore{}); });
   run("fd.linear.w2", [&] { staged_linear<98, 2, false><<<g(64), 64>>>(fd, FdItem{}); });
   run("fd.linear.v2.w2", [&] { staged_linear<98, 2, true><<<g(64), 64>>>(fd, FdItem{}); });
   run("fd.linear.w1", [&] { staged_linear<98, 1, false><<<g(32), 32>>>(fd, FdItem{}); });
-  run("fd.c16w4", [&] { staged<98, 16, 4, 1><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
-  run("fd.c8w4", [&] { staged<98, 8, 4, 1><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
-  run("fd.c8w8", [&] { staged<98, 8, 8, 1><<<g(256), 256>>>(fd, FdItem{}, FdStore{}); });
-  run("fd.c8w4.minb3", [&] { staged<98, 8, 4, 3><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
-  run("fd.c8w4.minb4", [&] { staged<98, 8, 4, 4><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
+  run("fd.c16w4", [&] { staged<98, 16, 4, 1, false, false><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
+  run("fd.c8w4", [&] { staged<98, 8, 4, 1, false, false><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
+  run("fd.c8w8", [&] { staged<98, 8, 8, 1, false, false><<<g(256), 256>>>(fd, FdItem{}, FdStore{}); });
+  run("fd.c8w4.minb3", [&] { staged<98, 8, 4, 3, false, false><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
+  run("fd.c8w4.minb4", [&] { staged<98, 8, 4, 4, false, false><<<g(128), 128>>>(fd, FdItem{}, FdStore{}); });
   run("step.generated128", [&] { launch_plant_step_gradient_euler_thread<float>(step, c128, 0); });
-  run("step.split.loop", [&] { step_split_loop<<<g(128), 128>>>(step); });
-  run("step.compute", [&] { compute_only<147><<<g(128), 128>>>(step, StepRowsItem{}); });
-  run("step.compute.minb3", [&] { compute_only_bounded<147, 3><<<g(128), 128>>>(step, StepRowsItem{}); });
+  run("step.split.loop", [&] { step_staged_h<true, true><<<g(128), 128>>>(step); });
+  run("step.compute", [&] { compute_only<147, 256, 1, false><<<g(128), 128>>>(step, StepRowsItem{}); });
+  run("step.compute.minb3", [&] { compute_only<147, 128, 3, false><<<g(128), 128>>>(step, StepRowsItem{}); });
   run("step.direct", [&] { direct_store<294><<<g(128), 128>>>(step, StepItem{}); });
-  run("step.c32w4", [&] { staged<147, 32, 4, 1><<<g(128), 128>>>(step, StepRowsItem{}, StepStore{}); });
-  run("step.c32w4.nostore", [&] { staged<147, 32, 4, 1><<<g(128), 128>>>(step, StepRowsItem{}, NullStore{}); });
-  run("step.compute.sync128", [&] { compute_sync<147, 4><<<g(128), 128>>>(step, StepRowsItemSync{}); });
-  run("step.c32w4.sync", [&] { staged_sync<147, 32, 4><<<g(128), 128>>>(step, StepRowsItemSync{}, StepStore{}); });
-  run("step.c32w8.sync", [&] { staged_sync<147, 32, 8><<<g(256), 256>>>(step, StepRowsItemSync{}, StepStore{}); });
+  run("step.c32w4", [&] { staged<147, 32, 4, 1, false, false><<<g(128), 128>>>(step, StepRowsItem{}, StepStore{}); });
+  run("step.c32w4.nostore", [&] { staged<147, 32, 4, 1, false, false><<<g(128), 128>>>(step, StepRowsItem{}, NullStore{}); });
+  run("step.compute.sync128", [&] { compute_only<147, 128, 1, true><<<g(128), 128>>>(step, StepRowsItemSync{}); });
+  run("step.c32w4.sync", [&] { staged<147, 32, 4, 1, false, true><<<g(128), 128>>>(step, StepRowsItemSync{}, StepStore{}); });
+  run("step.c32w8.sync", [&] { staged<147, 32, 8, 1, false, true><<<g(256), 256>>>(step, StepRowsItemSync{}, StepStore{}); });
   run("step.rows.linear.w1", [&] { staged_linear<147, 1, false><<<g(32), 32>>>(step, StepRowsItem{}); });
-  run("step.rows.c32w4", [&] { staged<147, 32, 4, 1><<<g(128), 128>>>(step, StepRowsItem{}, FdStore{}); });
-  run("step.hoisted", [&] { step_staged_h<false><<<g(128), 128>>>(step); });
-  run("step.split", [&] { step_staged_h<true><<<g(128), 128>>>(step); });
-  run("step.c16w4", [&] { staged<147, 16, 4, 1><<<g(128), 128>>>(step, StepRowsItem{}, StepStore{}); });
-  run("step.c8w4", [&] { staged<147, 8, 4, 1><<<g(128), 128>>>(step, StepRowsItem{}, StepStore{}); });
-  run("step.c8w8", [&] { staged<147, 8, 8, 1><<<g(256), 256>>>(step, StepRowsItem{}, StepStore{}); });
-  run("step.c8w4.minb3", [&] { staged<147, 8, 4, 3><<<g(128), 128>>>(step, StepRowsItem{}, StepStore{}); });
+  run("step.rows.c32w4", [&] { staged<147, 32, 4, 1, false, false><<<g(128), 128>>>(step, StepRowsItem{}, StepRowsStore{}); });
+  run("step.hoisted", [&] { step_staged_h<false, false><<<g(128), 128>>>(step); });
+  run("step.split", [&] { step_staged_h<true, false><<<g(128), 128>>>(step); });
+  run("step.c16w4", [&] { staged<147, 16, 4, 1, false, false><<<g(128), 128>>>(step, StepRowsItem{}, StepStore{}); });
+  run("step.c8w4", [&] { staged<147, 8, 4, 1, false, false><<<g(128), 128>>>(step, StepRowsItem{}, StepStore{}); });
+  run("step.c8w8", [&] { staged<147, 8, 8, 1, false, false><<<g(256), 256>>>(step, StepRowsItem{}, StepStore{}); });
+  run("step.c8w4.minb3", [&] { staged<147, 8, 4, 3, false, false><<<g(128), 128>>>(step, StepRowsItem{}, StepStore{}); });
   return 0;
 }
