@@ -44,6 +44,14 @@ SEGMENT_OPS = 8000
 """Operations per straight-line segment (ptxas keeps ~7k-op blocks register-resident at
 255 registers without spills on sm_90; measured on iiwa14's derivative passes)."""
 
+LARGE_PASS_OPS = 40000
+LARGE_SEGMENT_OPS = 2000
+"""A pass of more than LARGE_PASS_OPS operations is cut into segments of at most
+LARGE_SEGMENT_OPS: long segments of a large pass carry wide live sets (g1's FD
+derivatives, 175k operations: 8k-op segments spill 144 KB in ptxas at sm_90, 2k-op
+segments 8 KB) and g++'s register allocator grows faster than linearly on them (the same
+unit: 114 s at 8k, 66 s at 2k, same run time). Smaller passes keep SEGMENT_OPS."""
+
 INLINE_OPS = 9000
 """Item functions up to this many operations inline their passes (one register-resident
 block); larger ones call them out of line."""
@@ -334,6 +342,8 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
     segment_of: dict[int, int] = {}
     seg, count = 0, 0
     total = sum(ops.values())
+    if total > LARGE_PASS_OPS:
+        segment_ops = min(segment_ops, LARGE_SEGMENT_OPS)
     if total > segment_ops:
         per = -(-total // -(-total // segment_ops))  # balanced segment sizes
     else:
