@@ -13,7 +13,7 @@
 # tools/bench/bench_latency.py when a minute is left), ROBOTS (default "g1 go2 iiwa14":
 # the robots built and benchmarked), BENCH_ARGS (more options for the run, e.g.
 # "--batches 1 1024"), SESSION_LIMIT_S (default 570: the run is cut to
-# fit), PEER_WHEELS (default .devkit/wheels), GRID_RBD_ROBOT_DATA (default .devkit/robots).
+# fit), BUILD_TIMEOUT_S (default 330: one robot's build), PEER_WHEELS (default .devkit/wheels), GRID_RBD_ROBOT_DATA (default .devkit/robots).
 set -uo pipefail
 t_start=$SECONDS
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -46,7 +46,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" \
 
 stamp "builds: the peer's robots, our runtime, then our robots (in parallel)"
 build() {  # side robot jobs
-  timeout 330 python3 tools/bench/bench_vs_gridrbd060.py build --side "$1" --robots "$2" \
+  timeout "${BUILD_TIMEOUT_S:-330}" python3 tools/bench/bench_vs_gridrbd060.py build --side "$1" --robots "$2" \
     --jobs "$3" "${strategy[@]}" --out "$work/build_$1_$2.json" >"$work/build_$1_$2.log" 2>&1
   echo "[gpu_bench $((SECONDS - t_start)) s] build $1 $2: exit $?"
 }
