@@ -2,8 +2,8 @@
 aliases, input validation and its messages, `out=` views, `pinned_empty`, contexts
 (isolation of runtime inertia tables, close and re-creation of the default context).
 
-Builds (CPU, or the GPU where one is usable; one shared store per module): iiwa14
-float64, go2 floating base float64, iiwa14 float32, and iiwa14 float64 with
+Builds (CPU, or the GPU where one is usable; in the session store of tests/conftest.py):
+iiwa14 float64, go2 floating base float64, iiwa14 float32, and iiwa14 float64 with
 runtime_inertia and a subset of algorithms.
 """
 
@@ -43,8 +43,10 @@ NUMERIC = ["iiwa14-f64", "go2-f64", "iiwa14-f32"]
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("grid_rbd_store")
+def cache(shared_store):
+    """The session store (tests/conftest.py): other modules register some of these
+    configurations too (test_jax_backend's go2, test_mujoco_convention_vjp's iiwa14)."""
+    return shared_store
 
 
 @pytest.fixture(scope="module")

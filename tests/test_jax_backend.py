@@ -5,9 +5,9 @@ stamps across set_inertia_params, contexts, input validation, to_host, single st
 grouped backward and the command-buffer view (the FFI handler's build and its copy of
 the runtime's bridge: test_contexts_jax_bridge.py).
 
-Builds (one store per module; the CPU build, or the CUDA one where JAX runs on a GPU):
-iiwa14 float64 with runtime_inertia and a small max_batch_size, go2 float64 (floating
-base). The module turns on JAX's 64-bit mode.
+Builds (in the session store of tests/conftest.py; the CPU build, or the CUDA one where
+JAX runs on a GPU): iiwa14 float64 with runtime_inertia and a small max_batch_size, go2
+float64 (floating base). The module turns on JAX's 64-bit mode.
 """
 
 from __future__ import annotations
@@ -59,8 +59,10 @@ def _jax_on_gpu() -> bool:
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("grid_rbd_store")
+def cache(shared_store):
+    """The session store (tests/conftest.py): on the CPU, iiwa14 is test_torch_backend's
+    build and go2 test_handle_numpy's go2-f64, compiled once per session."""
+    return shared_store
 
 
 @pytest.fixture(scope="module")

@@ -72,9 +72,10 @@ class Case:
 
 
 @pytest.fixture(scope="module", params=["iiwa14", "toy_free"])
-def case(request, tmp_path_factory):
-    h, m, floating = register_pair(request.param, "mjv", ["core"],
-                                   tmp_path_factory.mktemp("store"))
+def case(request, shared_store):
+    # The session store (tests/conftest.py): on the CPU, iiwa14's build is
+    # test_handle_numpy's iiwa14-f64 (float64, the core profile; the URDF's bytes).
+    h, m, floating = register_pair(request.param, "mjv", ["core"], shared_store)
     assert (m.nq, m.nv) == (h.nq, h.nv)
     yield Case(request.param, h, m, floating)
     h.close()

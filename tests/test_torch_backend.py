@@ -34,8 +34,10 @@ FORWARD_DYNAMICS = ("forward_dynamics", "aba")
 
 
 @pytest.fixture(scope="module")
-def handles(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("grid_rbd_store")
+def handles(shared_store):
+    """The session store (tests/conftest.py): test_jax_backend's iiwa14 has these options,
+    so a CPU session compiles it once."""
+    cache = shared_store
     out = {}
     for robot in ("iiwa14", "go2"):
         if not robot_available(robot):
