@@ -91,11 +91,11 @@ class Case:
         return (f(self.moved(q, v, h)) - f(self.moved(q, v, -h))) / (2 * h)
 
 
-def registered(robot: str, tmp_path_factory) -> Case:
+def registered(robot: str, store) -> Case:
     """The robot's MuJoCo-convention handle (every profile but plant and collision, a
     contact frame, a cost frame, a run-time inertia table and tool) and MuJoCo's model of
-    it; one
-    store per session, shared by the test files that use it."""
+    it, in `store`: the session store (tests/conftest.py), so the test files that use it
+    compile it once."""
     floating = robot == "toy_free"
     urdf = TOY if floating else (REPO / "robots/iiwa14/iiwa14.urdf").read_text()
     h = grid_rbd.register_robot(f"mjm_{robot}", urdf_string=urdf, floating_base=floating,
@@ -103,15 +103,15 @@ def registered(robot: str, tmp_path_factory) -> Case:
                                 runtime_inertia=True, enable_tool=True,
                                 contact_frames=[FRAMES[robot][1]],
                                 cost_frames=[FRAMES[robot][0]], output_convention="mujoco",
-                                cache_dir=tmp_path_factory.getbasetemp() / "mujoco_store")
+                                cache_dir=store)
     m = _mujoco_model(urdf, floating)
     assert (m.nq, m.nv) == (h.nq, h.nv)
     return Case(robot, h, m, floating)
 
 
 @pytest.fixture(scope="module", params=["iiwa14", "toy_free"])
-def case(request, tmp_path_factory):
-    case = registered(request.param, tmp_path_factory)
+def case(request, shared_store):
+    case = registered(request.param, shared_store)
     yield case
     case.h.close()
 

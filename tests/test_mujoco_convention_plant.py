@@ -31,8 +31,8 @@ DT = 0.01
 
 
 @pytest.fixture(scope="module", params=["iiwa14", "toy_free"])
-def case(request, tmp_path_factory):
-    case = registered(request.param, tmp_path_factory)
+def case(request, shared_store):
+    case = registered(request.param, shared_store)
     case.cost_frame = FRAMES[request.param][0]
     yield case
     case.h.close()
