@@ -26,8 +26,10 @@ GO2_ALGORITHMS = ["forward_dynamics", "minv", "inverse_dynamics",
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
+def store(shared_store):
+    """The session store (tests/conftest.py): test_second_order_kernels registers iiwa14
+    in float64 with every algorithm too, compiled once per session."""
+    return shared_store
 
 
 @pytest.fixture(scope="module")

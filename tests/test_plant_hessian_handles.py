@@ -25,15 +25,23 @@ CASES = [("so_tree", "float64"), ("so_tree", "float32"), ("iiwa14", "float32")]
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("plant_hessian_store")
+def store(shared_store):
+    """The session store (tests/conftest.py): test_second_order_kernels registers iiwa14
+    in float32 with these algorithms too, compiled once per session."""
+    return shared_store
+
+
+@pytest.fixture(scope="module")
+def urdfs(tmp_path_factory):
+    """A folder for the URDFs written here (the store holds only what it publishes)."""
+    return tmp_path_factory.mktemp("plant_hessian_urdfs")
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{r}-{d}" for r, d in CASES])
-def case(request, store):
+def case(request, store, urdfs):
     robot, dtype = request.param
     if robot == "so_tree":
-        path, floating = store / "so_tree.urdf", True
+        path, floating = urdfs / "so_tree.urdf", True
         path.write_text(FLOATING_TREE)
     else:
         path, floating = ROBOTS[robot].path, ROBOTS[robot].floating_base
@@ -122,7 +130,7 @@ def test_jax_handle_matches_the_reference_and_is_forward_only(case):
         jax.grad(lambda b: jnp.sum(jh.plant_step_hessian(xj, b, DT)))(uj)
 
 
-def test_refusals_name_the_problem(case, store):
+def test_refusals_name_the_problem(case, store, urdfs):
     handle, ref, x, u, dtype = case
     with pytest.raises(ValueError, match="rk4's Hessian is not provided"):
         handle.plant_step_hessian(x.astype(dtype), u.astype(dtype), DT, "rk4")
@@ -130,7 +138,7 @@ def test_refusals_name_the_problem(case, store):
         handle.plant_step_hessian(x.astype(dtype), u.astype(dtype), -DT)
     if dtype != np.float64 or ref.nq == ref.nv:
         return
-    path = store / "ball_chain.urdf"
+    path = urdfs / "ball_chain.urdf"
     path.write_bytes(BALL_CHAIN)
     ball = grid_rbd.register_robot("ball_chain_hessian", urdf_path=str(path), device="cpu",
                                    algorithm_list=["forward_dynamics"], cache_dir=store)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from artifact_harness import round_states, tolerance
-from support import ROBOTS, assert_scaled_close, random_states
+from support import ROBOTS, assert_scaled_close, cuda_available, random_states
 
 import grid_rbd
 import grid_rbd.reference as reference
@@ -43,21 +43,43 @@ BATCH = 9
 SECOND_ORDER = ("idsva_so", "fdsva_so")
 
 
+# What each case builds. On the CPU (device "auto" without a GPU, as in CI) iiwa14's
+# builds are other modules' CPU builds, found in the session store of tests/conftest.py
+# (compiled once per session): test_parameter_sensitivities' float64 one with every
+# algorithm and test_plant_hessian_handles' float32 one with the core profile beside the
+# second-order one. Where a GPU is usable the builds are CUDA ones that no other module
+# makes: the profile alone. The floating tree's build is the profile alone everywhere:
+# its semi-implicit step Hessian is refused without the core kernels
+# (test_plant_step_hessian_from_the_kernel).
+_SHARED = not cuda_available()
+ALGORITHMS = {("iiwa14", "float64"): ["all"] if _SHARED else ["second_order"],
+              ("iiwa14", "float32"): ["core", "second_order"] if _SHARED else ["second_order"],
+              ("so_tree", "float64"): ["second_order"]}
+
+
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("second_order_store")
+def store(shared_store):
+    return shared_store
 
 
-def _handle(store, robot: str, dtype: str):
+@pytest.fixture(scope="module")
+def urdfs(tmp_path_factory):
+    """A folder for the URDFs written here (the store holds only what it publishes)."""
+    return tmp_path_factory.mktemp("second_order_urdfs")
+
+
+def _handle(store, robot: str, dtype: str, urdfs=None):
+    """The handle of `robot` (its URDF written to `urdfs` when it is not a file) in the
+    store root `store`, and its reference."""
     if robot == "so_tree":
-        path = store / "so_tree.urdf"
+        path = (urdfs or store) / "so_tree.urdf"
         path.write_text(FLOATING_TREE)
         floating = True
     else:
         path, floating = ROBOTS[robot].path, ROBOTS[robot].floating_base
     handle = grid_rbd.register_robot(f"{robot}_so_{dtype}", urdf_path=str(path),
                                      floating_base=floating, dtype=dtype,
-                                     algorithm_list=["second_order"], cache_dir=store)
+                                     algorithm_list=ALGORITHMS[robot, dtype], cache_dir=store)
     return handle, reference.load(path, floating_base=floating)
 
 
@@ -65,9 +87,9 @@ CASES = [("iiwa14", "float64"), ("iiwa14", "float32"), ("so_tree", "float64")]
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{r}-{d}" for r, d in CASES])
-def case(request, store):
+def case(request, store, urdfs):
     robot, dtype = request.param
-    handle, ref = _handle(store, robot, dtype)
+    handle, ref = _handle(store, robot, dtype, urdfs)
     s = round_states(random_states(ref.model, BATCH, seed=11 + len(robot)), dtype)
     yield handle, ref, s, np.dtype(dtype)
     handle.close()
@@ -154,6 +176,8 @@ def test_joint_loops_match_the_reference(monkeypatch, tmp_path):
     directions), forced on the floating tree: the same numbers."""
     from grid_codegen.emit import second_order as emitter
     monkeypatch.setattr(emitter, "UNROLLED_OPS", 0)
+    # A store of its own: the patched emitter is not in the store key, so the session
+    # store would hand back the unrolled build.
     handle, ref = _handle(tmp_path, "so_tree", "float64")
     s = random_states(ref.model, BATCH, seed=5)
     for name, args in (("idsva_so", (s.q, s.qd, s.qdd, s.f_ext)),
