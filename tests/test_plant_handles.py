@@ -199,13 +199,14 @@ def test_cost_frames_are_the_default_of_ee_pos_cost(tmp_path):
 
 
 @pytest.mark.parametrize("integrator", ["euler", "semi_implicit_euler"])
-def test_fused_step_gradient_kernel(tmp_path, integrator):
+def test_fused_step_gradient_kernel(shared_store, integrator):
     """emit_plant=True: plant_step_gradient is one kernel, equal to the composed form and
     the reference (iiwa14, float64), for a batch and a single state; a free flyer keeps
     the composed form (nq != nv) and the profile refuses to build there."""
     urdf = str(ROBOTS["iiwa14"].path)
+    # The session store (tests/conftest.py): one build for both integrators.
     fused = grid_rbd.register_robot("iiwa14_fused_plant", urdf_path=urdf, dtype="float64",
-                                    algorithm_list=["plant"], cache_dir=tmp_path)
+                                    algorithm_list=["plant"], cache_dir=shared_store)
     assert "plant_step_gradient_euler" in fused.algorithms
     ref = reference.load(ROBOTS["iiwa14"].path)
     s = random_states(ref.model, 7, seed=21)
@@ -221,4 +222,4 @@ def test_fused_step_gradient_kernel(tmp_path, integrator):
     with pytest.raises(ValueError, match="vector configuration"):
         grid_rbd.register_robot("iiwa14_fused_plant_ff", urdf_path=urdf, floating_base=True,
                                 dtype="float64", algorithm_list=["plant"],
-                                cache_dir=tmp_path)
+                                cache_dir=shared_store)
