@@ -13,7 +13,8 @@
 # tools/bench/bench_latency.py when a minute is left), ROBOTS (default "g1 go2 iiwa14":
 # the robots built and benchmarked), BENCH_ARGS (more options for the run, e.g.
 # "--batches 1 1024"), SESSION_LIMIT_S (default 570: the run is cut to
-# fit), BUILD_TIMEOUT_S (default 330: one robot's build), PEER_WHEELS (default .devkit/wheels), GRID_RBD_ROBOT_DATA (default .devkit/robots).
+# fit), BUILD_TIMEOUT_S (default 330: one robot's build), PEER_WHEELS (default
+# .devkit/wheels), GRID_RBD_ROBOT_DATA (default .devkit/robots).
 set -uo pipefail
 t_start=$SECONDS
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

@@ -14,7 +14,7 @@ def main(argv: list[str]) -> int:
     for meta_path in sorted(root.rglob("meta.json")):
         meta = json.loads(meta_path.read_text())
         tune = (meta.get("autotune") or {}).get("seconds_per_call") or {}
-        print(f"== {meta_path.parent.name} ({meta.get('robot', '?')})")
+        print(f"== {meta_path.parent.name}")
         for algorithm, variants in sorted(tune.items()):
             if wanted and algorithm not in wanted:
                 continue
