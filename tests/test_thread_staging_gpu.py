@@ -1,8 +1,10 @@
 """The thread strategy's staged stores on the GPU (tag `gpu`): outputs between
-STAGE_MIN_WIDTH and STAGE_MAX_WIDTH scalars leave the kernel through a shared tile, one
-item's row per store. Checked against the float64 reference for every width class
-(iiwa14: 49, 98 and 294 scalars; go2: 324 and 648), at batches that end mid-warp and
-mid-block, in float32 (tiles of 32 columns) and float64 (16: two items per store)."""
+STAGE_MIN_WIDTH and STAGE_MAX_WIDTH scalars leave the kernel through shared memory, the
+warp's rows stored linearly. Rows up to SHARED_ROW_MAX_BYTES are written by the item
+straight into shared memory (iiwa14 in float32: 49, 98 and the step's 147 scalars;
+in float64: 49); wider ones go through the thread's stack and a tile of 32 (float32) or
+16 (float64) columns (go2: 324 and 648; iiwa14 in float64: 98 and 147). Checked against
+the float64 reference at batches that end mid-warp and mid-block."""
 
 from __future__ import annotations
 
@@ -13,7 +15,12 @@ from support import ROBOTS, assert_scaled_close, random_states
 
 import grid_rbd
 import grid_rbd.reference as reference
-from grid_codegen.emit.kernels import STAGE_MAX_WIDTH, STAGE_MIN_WIDTH
+from grid_codegen.emit.kernels import (
+    SHARED_ROW_MAX_BYTES,
+    STAGE_MAX_WIDTH,
+    STAGE_MIN_WIDTH,
+    shared_row_pitch,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -71,3 +78,6 @@ def test_staged_thread_kernels_match_the_reference(tmp_path, robot, dtype):
                                         f"{integrator} per-item dt, item {b} B={batch}")
     th.close()
     assert STAGE_MIN_WIDTH <= 49 and 648 <= STAGE_MAX_WIDTH  # the widths above are staged
+    # ... and both staging paths are taken: rows in shared memory and rows on the stack.
+    assert shared_row_pitch(147) * 4 <= SHARED_ROW_MAX_BYTES < shared_row_pitch(98) * 8
+    assert shared_row_pitch(49) * 8 <= SHARED_ROW_MAX_BYTES < shared_row_pitch(324) * 4

@@ -55,45 +55,107 @@ thread at most: g1's FD gradient is 2,450) stage the warp's rows in
 shared memory and store them row by row (coalesced); outside, each thread stores its own
 row (small rows are merged in L2 anyway; large ones would not fit a thread's stack)."""
 
+SHARED_ROW_MAX_BYTES = 640
+"""A staged row of at most this many bytes (its odd pitch, `shared_row_pitch`; 20 KiB per
+warp: iiwa14's FD gradient in float32 is 396 B, its fused step gradient 588 B) is written
+by the item straight into shared memory; a wider one goes through the thread's stack
+first. The stack row costs a local-memory store and load per scalar, and those frames do
+not fit in L1 (H200, iiwa14 FD gradient: 80 MB of L2 writes for a 25.7 MB output)."""
+
+
+def shared_row_pitch(width: int) -> int:
+    """The scalars between two lanes' rows in shared memory: `width` made odd, so that the
+    32 lanes storing their scalar `k` at once hit 32 different banks."""
+    return width | 1
+
+
+def shared_rows_expr(width: int) -> str:
+    """The C++ condition (of T) under which a row of `width` scalars is staged in shared
+    memory directly."""
+    return f"{shared_row_pitch(width)} * sizeof(T) <= {SHARED_ROW_MAX_BYTES}"
+
+
+def thread_shared_bytes(width: int, threads: str) -> str:
+    """The C++ expression (of T) of a thread kernel's dynamic shared memory for `threads`
+    threads per block: the warps' row tiles where rows are staged in shared memory."""
+    if not STAGE_MIN_WIDTH <= width <= STAGE_MAX_WIDTH:
+        return "0"
+    return (f"({shared_rows_expr(width)}) ? "
+            f"(size_t)({threads}) * {shared_row_pitch(width)} * sizeof(T) : size_t{{0}}")
+
+
+def _emit_tile_store(w: Writer, width: int, stride: int, store: str | None,
+                     source: str) -> None:
+    """The warp's store of its 32 staged rows: the rows of items `base .. base + n` are
+    consecutive in `args.out` (at `stride == width`), so lane `j` of each round stores
+    scalar `j` of that span; `source(t, col)` is scalar `col` of lane `t`'s row."""
+    w.line("const int n = (size_t)batch - base < 32 ? (int)((size_t)batch - base) : 32;")
+    with w.block(f"for (int j = lane; j < n * {width}; j += 32)"):
+        w.line(f"const int t = j / {width}, col = j - t * {width};")
+        if store is not None:
+            w.line(f"{store}<T>(args, base + (size_t)t, col, {source});")
+        elif stride == width:
+            w.line(f"args.out[base * {width} + (size_t)j] = {source};")
+        else:
+            w.line(f"args.out[(base + (size_t)t) * {stride} + col] = {source};")
+
 
 def emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
                      out_width: int, stride: int | None = None,
                      store: str | None = None) -> None:
-    """The CUDA item loop of a thread kernel with coalesced stores: each thread computes
-    its item into `row` (its stack, which the hardware interleaves across the warp, so
-    those stores are contiguous), then the warp moves the 32 rows through a shared tile
-    of C columns, one item's C consecutive scalars per store instruction. A thread's own
-    row would put the warp's 32 stores `out_width` scalars apart: one memory transaction
-    per scalar instead of one per C. `stride`: the scalars between items' rows in
-    `args.out` (default `out_width`). `store`: a device function `store(args, it, col,
-    value)` that writes an item's output from scalar `col` of its row, in place of the
-    plain store (a row narrower than the output: `emit.plant.staged_row`)."""
+    """The CUDA item loop of a thread kernel with coalesced stores. A thread's own row
+    would put the warp's 32 stores `out_width` scalars apart: one memory transaction per
+    scalar instead of one per 32. So each thread writes its item into a row that the warp
+    then stores linearly. The row is in shared memory where it fits
+    (`SHARED_ROW_MAX_BYTES`, at an odd pitch: no bank conflicts either way); otherwise it
+    is on the thread's stack and moves to the global output through a shared tile of C
+    columns, one item's C consecutive scalars per store instruction. `stride`: the
+    scalars between items' rows in `args.out` (default `out_width`). `store`: a device
+    function `store(args, it, col, value)` that writes an item's output from scalar `col`
+    of its row, in place of the plain store (a row narrower than the output:
+    `emit.plant.staged_row`)."""
     stride = out_width if stride is None else stride
-    w.comment("Stores staged through shared memory (see STAGE_MIN_WIDTH in emit/kernels.py).")
-    w.line("constexpr int C = sizeof(T) == 4 ? 32 : 16;  // a shared tile of 4 KiB per warp")
-    w.line(f"__shared__ T stage[{THREAD_MAX_BLOCK // 32}][32][C + 1];")
+    pitch = shared_row_pitch(out_width)
+    args = inputs + ["args.inertia", "args.gravity", "row", *extra]
+    w.comment("Stores staged through shared memory (see STAGE_MIN_WIDTH and "
+              "SHARED_ROW_MAX_BYTES in emit/kernels.py).")
     w.line("const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);")
     w.line("const size_t stride = (size_t)blockDim.x * gridDim.x;")
-    with w.block("for (size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); "
-                 "base < (size_t)batch; base += stride)"):
-        w.line("const size_t i = base + (size_t)lane;")
-        w.line(f"T row[{out_width}];")
-        with w.block("if (i < (size_t)batch)"):
-            args = inputs + ["args.inertia", "args.gravity", "row", *extra]
-            w.line(f"{item}<T, T>({', '.join(args)});")
-        with w.block(f"for (int c0 = 0; c0 < {out_width}; c0 += C)"):
-            w.line("#pragma unroll")
-            w.line(f"for (int k = 0; k < C; ++k) if (c0 + k < {out_width}) "
-                   "stage[warp][lane][k] = row[c0 + k];")
+    with w.block(f"if constexpr ({shared_rows_expr(out_width)})"):
+        w.line("extern __shared__ __align__(16) unsigned char grid_smem[];")
+        w.line(f"T* GRID_RESTRICT rows = reinterpret_cast<T*>(grid_smem) + "
+               f"(size_t)warp * {32 * pitch};")
+        with w.block("for (size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); "
+                     "base < (size_t)batch; base += stride)"):
+            w.line("const size_t i = base + (size_t)lane;")
+            w.line(f"T* GRID_RESTRICT row = rows + lane * {pitch};")
+            with w.block("if (i < (size_t)batch)"):
+                w.line(f"{item}<T, T>({', '.join(args)});")
             w.line("__syncwarp();")
-            with w.block("for (int t = lane / C; t < 32; t += 32 / C)"):
-                w.line("const size_t it = base + (size_t)t;")
-                w.line("const int col = c0 + lane % C;")
-                target = (f"args.out[it * {stride} + col] = stage[warp][t][lane % C]"
-                          if store is None else
-                          f"{store}<T>(args, it, col, stage[warp][t][lane % C])")
-                w.line(f"if (it < (size_t)batch && col < {out_width}) {target};")
+            _emit_tile_store(w, out_width, stride, store, f"rows[t * {pitch} + col]")
             w.line("__syncwarp();")
+    with w.block("else"):
+        w.line("constexpr int C = sizeof(T) == 4 ? 32 : 16;  // a shared tile of 4 KiB per warp")
+        w.line(f"__shared__ T stage[{THREAD_MAX_BLOCK // 32}][32][C + 1];")
+        with w.block("for (size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); "
+                     "base < (size_t)batch; base += stride)"):
+            w.line("const size_t i = base + (size_t)lane;")
+            w.line(f"T row[{out_width}];")
+            with w.block("if (i < (size_t)batch)"):
+                w.line(f"{item}<T, T>({', '.join(args)});")
+            with w.block(f"for (int c0 = 0; c0 < {out_width}; c0 += C)"):
+                w.line("#pragma unroll")
+                w.line(f"for (int k = 0; k < C; ++k) if (c0 + k < {out_width}) "
+                       "stage[warp][lane][k] = row[c0 + k];")
+                w.line("__syncwarp();")
+                with w.block("for (int t = lane / C; t < 32; t += 32 / C)"):
+                    w.line("const size_t it = base + (size_t)t;")
+                    w.line("const int col = c0 + lane % C;")
+                    target = (f"args.out[it * {stride} + col] = stage[warp][t][lane % C]"
+                              if store is None else
+                              f"{store}<T>(args, it, col, stage[warp][t][lane % C])")
+                    w.line(f"if (it < (size_t)batch && col < {out_width}) {target};")
+                w.line("__syncwarp();")
 
 
 def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
@@ -131,7 +193,8 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         if staged:
             w.line("#endif")
     w.line()
-    emit_configure(w, name, "0")
+    staged_width = out_width if row is None else row.width
+    emit_configure(w, name, thread_shared_bytes(staged_width, str(THREAD_BLOCK)))
     w.doc(f"Launch `{algorithm.name}` (thread strategy) on `stream`.")
     w.line("template <typename T>")
     with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
@@ -142,7 +205,11 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
                "return GRID_ERROR_INVALID_ARGUMENT;")
         w.line("int blocks = (args.batch + threads - 1) / threads;")
         w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
-        w.line(f"{name}_kernel<T><<<blocks, threads, 0, stream>>>(args);")
+        w.line(f"const size_t shared = {thread_shared_bytes(staged_width, 'threads')};")
+        with w.block(f"if (shared > {name}_shared_bytes<T>())"):
+            w.line(f"const int rc = opt_in_shared({name}_kernel<T>, shared);")
+            w.line("if (rc != GRID_OK) return rc;")
+        w.line(f"{name}_kernel<T><<<blocks, threads, shared, stream>>>(args);")
         w.line("return launch_status();")
         w.line("#else")
         w.line("(void)stream;")
@@ -165,7 +232,8 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         emit_tile_loop(w)
         w.line("#endif")
     w.line()
-    return VariantInfo("thread", THREAD_BLOCK, THREAD_MAX_BLOCK, THREAD_BLOCK, "0", ops)
+    return VariantInfo("thread", THREAD_BLOCK, THREAD_MAX_BLOCK, THREAD_BLOCK,
+                       f"{name}_shared_bytes<T>()", ops)
 
 
 def emit_level_variant(w: Writer, algorithm: Algorithm, dims: Dims, strategy: str,
