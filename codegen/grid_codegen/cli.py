@@ -2,19 +2,23 @@
 
     python -m grid_codegen generate ROBOT.urdf --out-dir DIR [--floating-base]
         [--dtype float32] [--algorithms a,b] [--ee-joint-names j1,j2]
-        [--runtime-inertia] [--max-batch-size N] [--strategy auto]
+        [--runtime-inertia] [--max-batch-size N] [--strategy auto] [--split-dir DIR/units]
     python -m grid_codegen compile --backend cpu  --source DIR/wrapper.cu --output robot.so
         [--host-toolchain host.json | --compiler g++ --openmp/--no-openmp]
-    python -m grid_codegen compile --backend cuda --source DIR/wrapper.cu --output robot.so
+    python -m grid_codegen compile --backend cuda --source-dir DIR/units --output robot.so
         --compiler path/to/nvcc --gpu-arch sm_90 [--host-toolchain host.json]
     python -m grid_codegen host-toolchain      # JSON: the host compiler, its version, OpenMP
     python -m grid_codegen consumer-compile ... # a consumer's units against grid.cuh
                                                # (grid_codegen.consumer_build)
 
 `generate` writes `grid.cuh`, `wrapper.cu` and `options.json` (the canonical options)
-into DIR; the same inputs give byte-identical files. `compile` builds with the command
-lines of `grid_codegen.compile` (`cpu_command`, `cuda_command`), so an artifact built
-here is compiled exactly as `compile_artifact` (the pip path) compiles it. These are the
+into DIR; with `--split-dir` also the split build (`generate(units=True)`: `grid.cuh`, a
+`wrapper.cu` that only declares the kernels, one `unit_<algorithm>.cu` per algorithm)
+into that folder. The same inputs give byte-identical files, named by the options only.
+`compile` builds with the command lines of `grid_codegen.compile` (`cpu_command`,
+`cuda_command`): `--source` one wrapper.cu in one compiler run; `--source-dir` a split
+build's folder, its units compiled to objects in parallel (`build_jobs()` at once) and
+linked (`compile_units`), as `compile_artifact` (the pip path) compiles them. These are the
 actions of the Bazel macro `grid_robot` (tools/bazel/grid_robot.bzl): every input is a
 file named on the command line, nothing is looked up on the machine except the
 compilers named there (and nvcc's host compiler, named by `--host-toolchain`).
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,17 +38,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grid_codegen.compile import (
+    compile_units,
     cpu_command,
     cuda_command,
     find_cxx,
     openmp_works,
     run_compiler,
+    unit_sources,
 )
 from grid_codegen.generate import generate
 from grid_codegen.options import DEFAULT_ALGORITHMS, DTYPES, PROFILES, STRATEGIES, CodegenOptions
 from grid_codegen.urdf import parse_urdf
 
 OPTIONS_FILE = "options.json"
+SPLIT = "split"  # generate's key prefix of the split build's files (--split-dir)
+UNIT_NAME = re.compile(r"unit_[a-z][a-z0-9_]*\.cu")
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -77,10 +86,17 @@ def _parser() -> argparse.ArgumentParser:
                      "(grid_codegen.emit.device_api; the grid_consumer macro's header)")
     gen.add_argument("--contact-frames", type=_csv, default=(),
                      help="with --device-api: comma-separated contact frames to bake")
+    gen.add_argument("--split-dir", type=Path,
+                     help="also write the split build (grid.cuh, wrapper.cu, "
+                     "unit_<algorithm>.cu) here, for `compile --source-dir`")
 
     comp = sub.add_parser("compile", help="wrapper.cu -> robot .so (host compiler or nvcc)")
     comp.add_argument("--backend", choices=("cpu", "cuda"), required=True)
-    comp.add_argument("--source", type=Path, required=True, help="the generated wrapper.cu")
+    source = comp.add_mutually_exclusive_group(required=True)
+    source.add_argument("--source", type=Path, help="the generated wrapper.cu (one unit)")
+    source.add_argument("--source-dir", type=Path,
+                        help="a split build's folder (generate --split-dir): its units are "
+                        "compiled in parallel and linked")
     comp.add_argument("--output", type=Path, required=True)
     comp.add_argument("--compiler", help="host C++ compiler (cpu) or nvcc (cuda)")
     comp.add_argument("--host-toolchain", type=Path,
@@ -105,12 +121,17 @@ def _generate(args: argparse.Namespace) -> int:
         strategy=args.strategy)
     model = parse_urdf(args.urdf, floating_base=args.floating_base)
     files = generate(model, options, device_api=args.device_api,
-                     contact_frames=args.contact_frames)
+                     contact_frames=args.contact_frames,
+                     split_dir=SPLIT if args.split_dir else None)
     files[OPTIONS_FILE] = options.canonical_json() + "\n"
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    if args.split_dir:
+        args.split_dir.mkdir(parents=True, exist_ok=True)
     for name in sorted(files):
+        split, _, rest = name.partition("/")
+        path = args.split_dir / rest if split == SPLIT and rest else args.out_dir / name
         # newline="" keeps "\n" on every platform: the bytes are part of cache keys.
-        with open(args.out_dir / name, "w", encoding="utf-8", newline="") as f:
+        with open(path, "w", encoding="utf-8", newline="") as f:
             f.write(files[name])
     return 0
 
@@ -124,11 +145,27 @@ def host_toolchain() -> dict[str, object]:
     return {"cxx": cxx, "version": version[0] if version else "", "openmp": openmp_works(cxx)}
 
 
+def _split_sources(folder: Path) -> list[Path] | str:
+    """The sources of a split build's folder (`generate --split-dir`) in compile order,
+    or why the folder is not one: it must hold `grid.cuh`, `wrapper.cu` and
+    `unit_<algorithm>.cu` files only (names the generator's registry gives)."""
+    names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+    odd = [n for n in names if n not in ("grid.cuh", "wrapper.cu") and not UNIT_NAME.fullmatch(n)]
+    if odd or "grid.cuh" not in names or "wrapper.cu" not in names:
+        return (f"{folder} is not a split build (grid.cuh, wrapper.cu, unit_*.cu); "
+                f"it holds {names}")
+    return [folder / name for name in unit_sources(names)]
+
+
 def _compile(args: argparse.Namespace) -> int:
     host = json.loads(args.host_toolchain.read_text()) if args.host_toolchain else {}
     # As given, not resolved: in a sandbox the inputs are symlinks whose targets lie
-    # outside it, and `#include "grid.cuh"` must find the header beside wrapper.cu here.
-    source, output = args.source, args.output
+    # outside it, and `#include "grid.cuh"` must find the header beside each unit here.
+    sources = [args.source] if args.source else _split_sources(args.source_dir)
+    if isinstance(sources, str):
+        print(f"compile --source-dir: {sources}", file=sys.stderr)
+        return 2
+    source, output = sources[0], args.output
     tools: list[str] = []  # whose folders lead the compile's PATH (compile_environment)
     if args.backend == "cpu":
         cxx = args.compiler or host.get("cxx") or find_cxx()
@@ -145,13 +182,19 @@ def _compile(args: argparse.Namespace) -> int:
         tools += [host["cxx"]] if host.get("cxx") else []
     tools = [cmd[0], *tools] if os.sep in cmd[0] else tools
     # nvcc names its temporaries by process id; sandboxes in their own pid namespace
-    # share /tmp, so two builds would write each other's files. One folder per build.
-    tmp_dir = tempfile.mkdtemp(prefix=".compile_tmp_", dir=output.parent.absolute())
+    # share /tmp, so two builds would write each other's files. One folder per build
+    # (the split build's objects go there too).
+    tmp_dir = Path(tempfile.mkdtemp(prefix=".compile_tmp_", dir=output.parent.absolute()))
     try:
-        returncode, stdout = run_compiler(cmd, Path(tmp_dir), tools)
+        if args.source_dir:
+            returncode, stdout, _ = compile_units(cmd, [str(s) for s in sources], None,
+                                                  args.backend, tmp_dir, tools, None)
+        else:
+            returncode, stdout = run_compiler(cmd, tmp_dir, tools)
+            stdout = f"$ {' '.join(cmd)}\n{stdout}"
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
-    log = f"$ {' '.join(cmd)}\n{stdout}[exit {returncode}]\n"
+    log = f"{stdout}[exit {returncode}]\n"
     if args.log:
         args.log.write_text(log, errors="backslashreplace")
     if returncode != 0 or not output.is_file():

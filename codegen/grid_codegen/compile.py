@@ -251,42 +251,69 @@ def build_jobs() -> int:
     return max(1, min(jobs, 64))
 
 
-def _compile_units(cmd: list[str], sources: list[str], out: Path, staging: Path,
-                   backend: str, tmp_dir: Path, tools: Sequence[str],
-                   timeout: float | None) -> tuple[int, str, list[str]]:
-    """Compile each source of a split artifact to an object in parallel (`cmd` with `-c`
-    in place of the shared-object flags), then link the objects into `staging`. Returns
-    (status, the log of every step, the link command)."""
+def unit_sources(names: Sequence[str]) -> list[str]:
+    """The sources of a split artifact among `names`, in compile order: `wrapper.cu`, then
+    the `unit_<algorithm>.cu` sorted (the names `generate(units=True)` gives)."""
+    units = sorted(n for n in names if n.startswith("unit_") and n.endswith(".cu"))
+    return ["wrapper.cu", *units]
+
+
+def _link_flags(flags: Sequence[str], link_only: set[str]) -> list[str]:
+    """What of a single-unit command line's flags the link of a split build keeps: the
+    shared-object, visibility, optimisation, OpenMP and architecture flags, nvcc's host
+    compiler (`-ccbin X`) and library folders (`-L`)."""
+    kept: list[str] = []
+    keep_next = False
+    for flag in flags:
+        if keep_next or flag in link_only or flag.startswith(("-gencode", "-L")) or flag in (
+                "-Xcompiler", "-fPIC", "-fvisibility=hidden", "-fopenmp", "-O2", "-O3"):
+            kept.append(flag)
+            keep_next = False
+        elif flag == "-ccbin":
+            kept.append(flag)
+            keep_next = True
+    return kept
+
+
+def compile_units(cmd: list[str], sources: Sequence[str], cwd: str | os.PathLike | None,
+                  backend: str, tmp_dir: Path, tools: Sequence[str],
+                  timeout: float | None) -> tuple[int, str, list[str]]:
+    """Compile each source of a split artifact to an object in `tmp_dir` in parallel
+    (`build_jobs()` compilers at once; `cmd`, the single-unit command line of
+    `cpu_command` or `cuda_command`, with `-c` in place of the shared-object flags), then
+    link the objects into `cmd`'s output. `sources` are named as the compiler sees them,
+    from `cwd` (None: this process's); each unit's object is its file name plus `.o`.
+    Returns (status, the log of every step, the link command)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    source, output = cmd[-3], cmd[-1]  # "... wrapper.cu -o <staging>"
-    if not (source.endswith("wrapper.cu") and cmd[-2] == "-o"):
+    output = cmd[-1]  # "... wrapper.cu -o <output>"
+    if not (cmd[-3].endswith("wrapper.cu") and cmd[-2] == "-o"):
         raise AssertionError(f"unexpected compile command {cmd}")
+    names = [os.path.basename(source) for source in sources]
+    if len(set(names)) != len(names):
+        raise ValueError(f"split artifact sources must have distinct names: {names}")
     link_only = {"-shared", "--shared", "-fopenmp"} if backend == "cuda" else {"-shared"}
     compile_flags = [f for f in cmd[:-3] if f not in link_only]
     if backend == "cpu" and "-x" in compile_flags:
         compile_flags.remove("-x")
         compile_flags.remove("c++")
 
-    def one(name: str) -> tuple[int, str]:
-        obj = tmp_dir / (name + ".o")
+    def one(source: str) -> tuple[int, str]:
+        obj = tmp_dir / (os.path.basename(source) + ".o")
         language = ["-x", "c++"] if backend == "cpu" else []
-        unit_cmd = [*compile_flags, "-c", *language, str(out / name), "-o", str(obj)]
-        rc, text = run_compiler(unit_cmd, tmp_dir, tools, cwd=out, timeout=timeout)
+        unit_cmd = [*compile_flags, "-c", *language, source, "-o", str(obj)]
+        rc, text = run_compiler(unit_cmd, tmp_dir, tools, cwd=cwd, timeout=timeout)
         return rc, f"$ {' '.join(unit_cmd)}\n{text}"
 
     with ThreadPoolExecutor(max_workers=min(build_jobs(), len(sources))) as pool:
         results = list(pool.map(one, sources))
     log = "\n".join(text for _, text in results)
     failed = [rc for rc, _ in results if rc != 0]
-    objects = [str(tmp_dir / (name + ".o")) for name in sources]
-    link = [cmd[0]] + [f for f in cmd[1:-3] if f in link_only or f.startswith("-gencode") or
-                       f in ("-Xcompiler", "-fPIC", "-fvisibility=hidden", "-fopenmp", "-O2",
-                             "-O3")]
-    link += [*objects, "-o", output]
+    objects = [str(tmp_dir / (name + ".o")) for name in names]
+    link = [cmd[0], *_link_flags(cmd[1:-3], link_only), *objects, "-o", output]
     if failed:
         return failed[0], log, link
-    rc, text = run_compiler(link, tmp_dir, tools, cwd=out, timeout=timeout)
+    rc, text = run_compiler(link, tmp_dir, tools, cwd=cwd, timeout=timeout)
     return rc, log + f"\n$ {' '.join(link)}\n{text}", link
 
 
@@ -335,11 +362,11 @@ def compile_artifact(files: Mapping[str, str], out_dir: str | Path, backend: str
     # which collides between concurrent sandboxed builds, and nobody else may write there.
     tmp_dir = Path(tempfile.mkdtemp(prefix="tmp_", dir=out))
     start = time.monotonic()
-    units = sorted(name for name in files if name.startswith("unit_") and name.endswith(".cu"))
+    sources = unit_sources(list(files))
     try:
-        if units:
-            rc, output, cmd = _compile_units(cmd, ["wrapper.cu", *units], out, staging,
-                                             backend, tmp_dir, [tool, *tools], timeout)
+        if len(sources) > 1:
+            rc, output, cmd = compile_units(cmd, [str(out / name) for name in sources], out,
+                                            backend, tmp_dir, [tool, *tools], timeout)
         else:
             rc, output = run_compiler(cmd, tmp_dir, [tool, *tools], cwd=out, timeout=timeout)
     finally:

@@ -37,16 +37,21 @@ from grid_codegen.symbolic.emit import PassLibrary
 
 def generate(model: RobotModel, options: CodegenOptions | None = None,
              units: bool = False, device_api: bool = False,
-             contact_frames: tuple[str, ...] = (), collision: object = None
-             ) -> dict[str, str]:
+             contact_frames: tuple[str, ...] = (), collision: object = None, *,
+             split_dir: str | None = None) -> dict[str, str]:
     """The files of the artifact for `model`: file name -> text.
 
     units: put each algorithm's kernels in a translation unit of its own
     (`unit_<algorithm>.cu`, compiled in parallel by `grid_codegen.compile`); by default
-    `wrapper.cu` instantiates everything (one compiler run, as the Bazel action does).
+    `wrapper.cu` instantiates everything (one compiler run).
     device_api: append `namespace grid::device` (`grid_codegen.emit.device_api`), the
     consumer-facing API, naming `contact_frames` when given; off by default, so a
-    registration's text (and store key) does not depend on it."""
+    registration's text (and store key) does not depend on it.
+    split_dir: also return, under `split_dir/`, the files `units=True` gives (`grid.cuh`,
+    the wrapper that only declares the kernels, the `unit_<algorithm>.cu`), beside the
+    files `units` asks for; both from one trace. The Bazel generate action's folder of
+    units (tools/bazel/grid_robot.bzl), compiled by `python -m grid_codegen compile
+    --source-dir`."""
     options = options or CodegenOptions()
     ee_frames = model.end_effector_frames(options.ee_joint_names or None)
     dims = Dims(model.reduced_nq, model.reduced_nv, model.nb, len(ee_frames),
@@ -140,11 +145,18 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
         built = [(b.algorithm.name, tuple(v.strategy for v in b.variants)) for b in builds]
         emit_device_api(w, model, options, dims, ee_frames, built, tuple(contact_frames),
                         collision)
-    files = {"grid.cuh": w.text(), "wrapper.cu": emit_wrapper(model, options, dims, builds,
-                                                              units, jd)}
+    header = w.text()
+    files = {"grid.cuh": header, "wrapper.cu": emit_wrapper(model, options, dims, builds,
+                                                           units, jd)}
     if units:
         for build in builds:
             files[unit_file(build.algorithm.name)] = emit_unit(model, options, build)
+    if split_dir is not None:
+        split = {"grid.cuh": header,
+                 "wrapper.cu": emit_wrapper(model, options, dims, builds, True, jd)}
+        for build in builds:
+            split[unit_file(build.algorithm.name)] = emit_unit(model, options, build)
+        files.update((f"{split_dir}/{name}", text) for name, text in split.items())
     return files
 
 

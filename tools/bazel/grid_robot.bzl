@@ -14,7 +14,12 @@ creates, for `name = "go2"`:
   go2_generated   the code generator run as an action: URDF + options in,
                   `go2_generated/{grid.cuh,wrapper.cu,options.json}` out (each
                   addressable, e.g. `:go2_generated/grid.cuh`; also a CcInfo, so a C++ or
-                  CUDA target can `deps` on it and `#include "grid.cuh"`)
+                  CUDA target can `deps` on it and `#include "grid.cuh"`), and the folder
+                  `go2_generated/units/` (a tree artifact): the split build the artifacts
+                  are compiled from, `grid.cuh`, a `wrapper.cu` that only declares the
+                  kernels and one `unit_<algorithm>.cu` per algorithm (file names from
+                  the generator's registry, never from the URDF). The top-level
+                  `wrapper.cu` instantiates every kernel itself (one translation unit)
   go2_cpu         `go2_cpu.so`, the artifact built by the host C++ compiler
   go2_cuda        `go2_cuda.so`, the artifact built by nvcc from //cuda's toolchain for
                   the architectures of `--//cuda:archs` (default pinned in
@@ -34,14 +39,18 @@ content in its cache key.
             headers it inlines (//codegen:grid_codegen), its entry point,
             //:requirements-core.lock (which pins what the generator imports) and the
             venv launcher (Python's version)
-  compile   the generated files, the compile driver (same sources), the host compiler's
-            identity (@grid_host_cc//:toolchain.json: path, version, OpenMP) and, for
-            CUDA only, every file of the toolkit and the architectures (--//cuda:archs)
+  compile   the split build (`units/`), the compile driver (same sources), the host
+            compiler's identity (@grid_host_cc//:toolchain.json: path, version, OpenMP)
+            and, for CUDA only, every file of the toolkit and the architectures
+            (--//cuda:archs)
 No CPU action reads the architectures or anything about the machine's GPUs, so a CPU
 artifact's keys are the same on every machine with the same compiler.
 The command lines hold no absolute path, so clones anywhere share a remote cache. Both
-artifacts are compiled by `python -m grid_codegen compile`, i.e. with the command lines
-of `grid_codegen.compile` that the pip path (`compile_artifact`) uses.
+artifacts are compiled by `python -m grid_codegen compile --source-dir`, i.e. with the
+command lines of `grid_codegen.compile` that the pip path (`compile_artifact`) uses: in
+one action, every unit of `units/` is compiled to an object, `build_jobs()` compilers at
+once (one per core of the machine running the action; how long it takes, not what it
+makes, so not part of the key), and the objects are linked into the `.so`.
 """
 
 load("//cuda:defs.bzl", "CUDA_TOOLCHAIN_TYPE", "CudaArchsInfo", "cuda_compatible")
@@ -65,7 +74,8 @@ GridSourcesInfo = provider(
     doc = "The generated sources of one robot.",
     fields = {
         "header": "File: grid.cuh",
-        "wrapper": "File: wrapper.cu (includes grid.cuh)",
+        "wrapper": "File: wrapper.cu (includes grid.cuh; instantiates every kernel)",
+        "units": "Directory: the split build (grid.cuh, wrapper.cu, unit_<algorithm>.cu)",
         "options": "File: options.json, the canonical CodegenOptions",
     },
 )
@@ -134,10 +144,13 @@ def _grid_generated_sources_impl(ctx):
     header, wrapper, options = ctx.outputs.header, ctx.outputs.wrapper, ctx.outputs.options
     if header.dirname != wrapper.dirname or header.dirname != options.dirname:
         fail("header, wrapper and options must be declared in one folder")
+    units = ctx.actions.declare_directory(ctx.label.name + "/units")
     args = [
         ctx.file.urdf.path,
         "--out-dir",
         header.dirname,
+        "--split-dir",
+        units.path,
         "--dtype",
         ctx.attr.dtype,
         "--max-batch-size",
@@ -157,7 +170,7 @@ def _grid_generated_sources_impl(ctx):
         ctx,
         ["generate"] + args,
         depset([ctx.file.urdf]),
-        [header, wrapper, options],
+        [header, wrapper, options, units],
         "GridGenerate",
         "Generating grid-rbd sources of %s" % ctx.label,
     )
@@ -166,8 +179,8 @@ def _grid_generated_sources_impl(ctx):
         includes = depset([header.dirname]),
     )
     return [
-        DefaultInfo(files = depset([header, wrapper, options])),
-        GridSourcesInfo(header = header, wrapper = wrapper, options = options),
+        DefaultInfo(files = depset([header, wrapper, options, units])),
+        GridSourcesInfo(header = header, wrapper = wrapper, options = options, units = units),
         CcInfo(compilation_context = compilation),
     ]
 
@@ -207,14 +220,14 @@ def _compile(ctx, backend, extra_args, extra_inputs):
             "compile",
             "--backend",
             backend,
-            "--source",
-            sources.wrapper.path,
+            "--source-dir",
+            sources.units.path,
             "--output",
             so.path,
             "--host-toolchain",
             ctx.file._host.path,
         ] + extra_args,
-        depset([sources.wrapper, sources.header, ctx.file._host], transitive = extra_inputs),
+        depset([sources.units, ctx.file._host], transitive = extra_inputs),
         [so],
         "GridCompileCpu" if backend == "cpu" else "GridCompileCuda",
         "Compiling %s (%s)" % (ctx.label, backend),
