@@ -59,10 +59,13 @@ class Chart(Protocol):
 
 @dataclass
 class Stage:
-    """A stage value and its Jacobian with respect to `z = [dq, dqd, du]` (or None)."""
+    """A stage value and its Jacobian with respect to `z = [dq, dqd, du]` (or None).
+    `block`: the Jacobian is the selector of that column block of `z` (the first stages
+    `q0`, `qd0`), so that a product with it is a placement, not a matrix product."""
 
     value: Any
     jacobian: Any
+    block: int | None = None
 
 
 Dynamics = Callable[[Any, Any, Any, bool], tuple]
@@ -82,9 +85,27 @@ class Stepper:
         if not with_jacobian:
             return Stage(a, None)
         nv = self.chart.nv
-        J = (dF[:, :, :nv] @ q.jacobian + dF[:, :, nv:] @ v.jacobian
-             + Minv @ self.chart.selector(Minv, 2))
-        return Stage(a, J)
+        if q.block == 0 and v.block == 1:  # the first stage: [da/dq | da/dqd | M^-1]
+            return Stage(a, self.chart.cat([dF, Minv], 2))
+        return Stage(a, self._compose([(dF[:, :, :nv], q), (dF[:, :, nv:], v),
+                                       (Minv, Stage(None, None, 2))]))
+
+    def _compose(self, terms: list[tuple[Any, Stage]]) -> Any:
+        """`sum M @ stage.jacobian` over `(M (B, nv, nv), stage)`: a selector stage's
+        product places `M` in its column block (no matrix product with the selector)."""
+        blocks: dict[int, Any] = {}
+        dense = None
+        for M, stage in terms:
+            if stage.block is not None:
+                blocks[stage.block] = M if stage.block not in blocks else blocks[stage.block] + M
+            else:
+                product = M @ stage.jacobian
+                dense = product if dense is None else dense + product
+        if not blocks:
+            return dense
+        zero = 0 * next(iter(blocks.values()))
+        placed = self.chart.cat([blocks.get(k, zero) for k in range(3)], 2)
+        return placed if dense is None else placed + dense
 
     def _move(self, q: Stage, step: Stage, h: float, with_jacobian: bool) -> Stage:
         """`q (+) h * step` and its Jacobian (the chart's Jacobians at that move)."""
@@ -93,7 +114,7 @@ class Stepper:
         if not with_jacobian:
             return Stage(moved, None)
         d_q, d_v = self.chart.integrate_jacobians(q.value, dq)
-        return Stage(moved, d_q @ q.jacobian + h * (d_v @ step.jacobian))
+        return Stage(moved, self._compose([(d_q, q), (h * d_v, step)]))
 
     def _start(self, q0: Any, v0: Any, with_jacobian: bool
                ) -> tuple[Stage, Stage, Callable[..., Stage]]:
@@ -101,8 +122,8 @@ class Stepper:
         and `lin(*(c, stage))`: the linear combination `sum c * stage`, value and
         Jacobian (what every integrator's stages are built from)."""
         chart = self.chart
-        q = Stage(q0, chart.selector(v0, 0) if with_jacobian else None)
-        v = Stage(v0, chart.selector(v0, 1) if with_jacobian else None)
+        q = Stage(q0, chart.selector(v0, 0) if with_jacobian else None, 0)
+        v = Stage(v0, chart.selector(v0, 1) if with_jacobian else None, 1)
 
         def lin(*terms: tuple[float, Stage]) -> Stage:
             value = sum(c * s.value for c, s in terms)

@@ -190,14 +190,14 @@ class MujocoStepper(Stepper):
             if not with_jacobian:
                 return Stage(value, None)
             d_inc, d_v = chart.rate_jacobians(inc.value, vel.value)
-            return Stage(value, d_inc @ inc.jacobian + d_v @ vel.jacobian)
+            return Stage(value, self._compose([(d_inc, inc), (d_v, vel)]))
 
         def moved(inc: Stage) -> Stage:
             value = chart.integrate(q.value, inc.value)
             if not with_jacobian:
                 return Stage(value, None)
             d_q, d_inc = chart.integrate_jacobians(q.value, inc.value)
-            return Stage(value, d_q @ q.jacobian + d_inc @ inc.jacobian)
+            return Stage(value, self._compose([(d_q, q), (d_inc, inc)]))
 
         zero = lin((0.0, v))
         rates, accels, vels = [], [], [v]
