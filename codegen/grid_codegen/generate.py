@@ -148,14 +148,14 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     header = w.text()
     files = {"grid.cuh": header, "wrapper.cu": emit_wrapper(model, options, dims, builds,
                                                            units, jd)}
+    unit_files = ({unit_file(b.algorithm.name): emit_unit(model, options, b) for b in builds}
+                  if units or split_dir is not None else {})
     if units:
-        for build in builds:
-            files[unit_file(build.algorithm.name)] = emit_unit(model, options, build)
+        files.update(unit_files)
     if split_dir is not None:
         split = {"grid.cuh": header,
-                 "wrapper.cu": emit_wrapper(model, options, dims, builds, True, jd)}
-        for build in builds:
-            split[unit_file(build.algorithm.name)] = emit_unit(model, options, build)
+                 "wrapper.cu": emit_wrapper(model, options, dims, builds, True, jd),
+                 **unit_files}
         files.update((f"{split_dir}/{name}", text) for name, text in split.items())
     return files
 

@@ -85,8 +85,6 @@ class Stepper:
         if not with_jacobian:
             return Stage(a, None)
         nv = self.chart.nv
-        if q.block == 0 and v.block == 1:  # the first stage: [da/dq | da/dqd | M^-1]
-            return Stage(a, self.chart.cat([dF, Minv], 2))
         return Stage(a, self._compose([(dF[:, :, :nv], q), (dF[:, :, nv:], v),
                                        (Minv, Stage(None, None, 2))]))
 

@@ -13,7 +13,8 @@ Each variant of an algorithm gets
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -100,6 +101,19 @@ def _emit_tile_store(w: Writer, width: int, stride: int, store: str | None,
             w.line(f"args.out[(base + (size_t)t) * {stride} + col] = {source};")
 
 
+@contextmanager
+def _warp_items(w: Writer, row: str, call: str) -> Iterator[None]:
+    """The grid-stride loop over the warp's 32 items, each lane computing its own into
+    `row` (declared by `row`, filled by `call`); the body that stores the rows follows."""
+    with w.block("for (size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); "
+                 "base < (size_t)batch; base += stride)"):
+        w.line("const size_t i = base + (size_t)lane;")
+        w.line(row)
+        with w.block("if (i < (size_t)batch)"):
+            w.line(call)
+        yield
+
+
 def emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
                      out_width: int, stride: int | None = None,
                      store: str | None = None) -> None:
@@ -121,28 +135,19 @@ def emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
               "SHARED_ROW_MAX_BYTES in emit/kernels.py).")
     w.line("const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);")
     w.line("const size_t stride = (size_t)blockDim.x * gridDim.x;")
+    call = f"{item}<T, T>({', '.join(args)});"
     with w.block(f"if constexpr ({shared_rows_expr(out_width)})"):
         w.line("extern __shared__ __align__(16) unsigned char grid_smem[];")
         w.line(f"T* GRID_RESTRICT rows = reinterpret_cast<T*>(grid_smem) + "
                f"(size_t)warp * {32 * pitch};")
-        with w.block("for (size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); "
-                     "base < (size_t)batch; base += stride)"):
-            w.line("const size_t i = base + (size_t)lane;")
-            w.line(f"T* GRID_RESTRICT row = rows + lane * {pitch};")
-            with w.block("if (i < (size_t)batch)"):
-                w.line(f"{item}<T, T>({', '.join(args)});")
+        with _warp_items(w, f"T* GRID_RESTRICT row = rows + lane * {pitch};", call):
             w.line("__syncwarp();")
             _emit_tile_store(w, out_width, stride, store, f"rows[t * {pitch} + col]")
             w.line("__syncwarp();")
     with w.block("else"):
         w.line("constexpr int C = sizeof(T) == 4 ? 32 : 16;  // a shared tile of 4 KiB per warp")
         w.line(f"__shared__ T stage[{THREAD_MAX_BLOCK // 32}][32][C + 1];")
-        with w.block("for (size_t base = (size_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); "
-                     "base < (size_t)batch; base += stride)"):
-            w.line("const size_t i = base + (size_t)lane;")
-            w.line(f"T row[{out_width}];")
-            with w.block("if (i < (size_t)batch)"):
-                w.line(f"{item}<T, T>({', '.join(args)});")
+        with _warp_items(w, f"T row[{out_width}];", call):
             with w.block(f"for (int c0 = 0; c0 < {out_width}; c0 += C)"):
                 w.line("#pragma unroll")
                 w.line(f"for (int k = 0; k < C; ++k) if (c0 + k < {out_width}) "
@@ -194,7 +199,8 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
             w.line("#endif")
     w.line()
     staged_width = out_width if row is None else row.width
-    emit_configure(w, name, thread_shared_bytes(staged_width, str(THREAD_BLOCK)))
+    emit_configure(w, name, thread_shared_bytes(staged_width, str(THREAD_BLOCK)),
+                   opt_in=thread_shared_bytes(staged_width, str(THREAD_MAX_BLOCK)))
     w.doc(f"Launch `{algorithm.name}` (thread strategy) on `stream`.")
     w.line("template <typename T>")
     with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
@@ -205,10 +211,8 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
                "return GRID_ERROR_INVALID_ARGUMENT;")
         w.line("int blocks = (args.batch + threads - 1) / threads;")
         w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
-        w.line(f"const size_t shared = {thread_shared_bytes(staged_width, 'threads')};")
-        with w.block(f"if (shared > {name}_shared_bytes<T>())"):
-            w.line(f"const int rc = opt_in_shared({name}_kernel<T>, shared);")
-            w.line("if (rc != GRID_OK) return rc;")
+        w.line(f"const size_t shared = {thread_shared_bytes(staged_width, 'threads')};"
+               "  // opted in up to the widest launch by configure")
         w.line(f"{name}_kernel<T><<<blocks, threads, shared, stream>>>(args);")
         w.line("return launch_status();")
         w.line("#else")
@@ -354,12 +358,14 @@ def emit_tile_loop(w: Writer) -> None:
 
 
 def emit_configure(w: Writer, name: str, shared: str, first: Sequence[str] = (),
-                   cuda_only: bool = False, also: Sequence[str] = ()) -> None:
+                   cuda_only: bool = False, also: Sequence[str] = (),
+                   opt_in: str | None = None) -> None:
     """`<name>_shared_bytes<T>()` and `configure_<name><T>()`. `first`: kernels without
     shared memory that the variant launches before `<name>_kernel` (configured first);
     `also`: kernels launched with the shared memory of `<name>_kernel`; `cuda_only`: the
     variant's kernels exist on the CUDA build only (the host build's setup has nothing
-    to do)."""
+    to do); `opt_in`: the bytes `<name>_kernel` is opted in to (default `shared`), the
+    widest launch's where the launcher does not opt in itself."""
     w.doc(f"Dynamic shared memory of one `{name}` block at the default width, in bytes.")
     w.line("template <typename T>")
     with w.block(f"constexpr size_t {name}_shared_bytes()"):
@@ -377,7 +383,8 @@ def emit_configure(w: Writer, name: str, shared: str, first: Sequence[str] = (),
             w.line(f"const int rc_{kernel} = configure_kernel({kernel}<T>, "
                    f"{name}_shared_bytes<T>());")
             w.line(f"if (rc_{kernel} != GRID_OK) return rc_{kernel};")
-        w.line(f"return configure_kernel({name}_kernel<T>, {name}_shared_bytes<T>());")
+        limit = f"{name}_shared_bytes<T>()" if opt_in is None else opt_in
+        w.line(f"return configure_kernel({name}_kernel<T>, {limit});")
         if cuda_only:
             w.line("#else")
             w.line("return GRID_OK;  // the host build has no kernels of this variant")
