@@ -81,3 +81,38 @@ def test_staged_thread_kernels_match_the_reference(tmp_path, robot, dtype):
     # ... and both staging paths are taken: rows in shared memory and rows on the stack.
     assert shared_row_pitch(147) * 4 <= SHARED_ROW_MAX_BYTES < shared_row_pitch(98) * 8
     assert shared_row_pitch(49) * 8 <= SHARED_ROW_MAX_BYTES < shared_row_pitch(324) * 4
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_thread_parts_at_every_width_and_grid_cap(tmp_path, dtype):
+    """go2's CRBA, M^-1 and end-effector gradient run as parts (a warp per part of 32
+    items, `emit.thread_parts`): in shared-memory rows (float32) or stack rows (float64),
+    at launch widths of one to eight warps and with capped grids whose warps stride over
+    the parts, at batches that end mid-warp."""
+    from test_codegen_gpu import _require_cuda
+    torch = _require_cuda()
+    from artifact_harness import build_cached, reference_case
+
+    from grid_codegen.emit.thread_parts import part_ranges
+    from grid_codegen.registry import Dims, algorithm
+
+    artifact, _ = build_cached("go2", backend="cuda", dtype=dtype, strategy="thread",
+                               algorithms=("crba", "minv", "end_effector_pose_gradient"))
+    dims = Dims(artifact.nq, artifact.nv, artifact.nb, artifact.num_ees)
+    ref = reference.load(ROBOTS["go2"].path, floating_base=True)
+    state = artifact.state()
+    for batch in (1, 33, 300):
+        s = round_states(random_states(ref.model, batch, seed=batch + 5), dtype)
+        for name in ("crba", "minv", "end_effector_pose_gradient"):
+            assert part_ranges(algorithm(name), dims) != []  # cut into parts
+            inputs, expected = reference_case(ref, name, s)
+            device = [torch.from_numpy(np.ascontiguousarray(x)).cuda() for x in inputs[:1]]
+            for threads, cap in ((0, 0), (32, 0), (64, 3), (256, 0), (128, 1)):
+                out = state.call(name, *device, variant="thread", threads=threads,
+                                 max_blocks=cap)
+                torch.cuda.synchronize()
+                assert_scaled_close(out.cpu().numpy(), expected,
+                                    tolerance(np.dtype(dtype), name, ref, s.q),
+                                    f"{name} B={batch} x{threads}, at most {cap or 'any'} "
+                                    "blocks")
+    state.close()

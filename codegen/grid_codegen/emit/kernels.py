@@ -13,7 +13,7 @@ Each variant of an algorithm gets
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -23,6 +23,7 @@ from grid_codegen.registry import Algorithm, Dims
 
 if TYPE_CHECKING:
     from grid_codegen.emit.plant import StagedRow
+    from grid_codegen.emit.thread_parts import Part
 
 THREAD_BLOCK = 128
 THREAD_MAX_BLOCK = 256
@@ -86,10 +87,11 @@ def thread_shared_bytes(width: int, threads: str) -> str:
 
 
 def _emit_tile_store(w: Writer, width: int, stride: int, store: str | None,
-                     source: str) -> None:
+                     source: str, offset: int = 0) -> None:
     """The warp's store of its 32 staged rows: the rows of items `base .. base + n` are
     consecutive in `args.out` (at `stride == width`), so lane `j` of each round stores
-    scalar `j` of that span; `source(t, col)` is scalar `col` of lane `t`'s row."""
+    scalar `j` of that span; `source(t, col)` is scalar `col` of lane `t`'s row, stored
+    at entry `offset + col` of item `base + t`'s output."""
     w.line("const int n = (size_t)batch - base < 32 ? (int)((size_t)batch - base) : 32;")
     with w.block(f"for (int j = lane; j < n * {width}; j += 32)"):
         w.line(f"const int t = j / {width}, col = j - t * {width};")
@@ -98,7 +100,32 @@ def _emit_tile_store(w: Writer, width: int, stride: int, store: str | None,
         elif stride == width:
             w.line(f"args.out[base * {width} + (size_t)j] = {source};")
         else:
-            w.line(f"args.out[(base + (size_t)t) * {stride} + col] = {source};")
+            at = f"{offset} + col" if offset else "col"
+            w.line(f"args.out[(base + (size_t)t) * {stride} + {at}] = {source};")
+
+
+def _emit_stack_store(w: Writer, width: int, stride: int, store: str | None,
+                      offset: int = 0) -> None:
+    """The warp's store of its 32 rows from the threads' stacks (`row`), through the
+    shared tile `stage` of C columns: one item's C consecutive scalars per store."""
+    with w.block(f"for (int c0 = 0; c0 < {width}; c0 += C)"):
+        w.line("#pragma unroll")
+        w.line(f"for (int k = 0; k < C; ++k) if (c0 + k < {width}) "
+               "stage[warp][lane][k] = row[c0 + k];")
+        w.line("__syncwarp();")
+        with w.block("for (int t = lane / C; t < 32; t += 32 / C)"):
+            w.line("const size_t it = base + (size_t)t;")
+            w.line("const int col = c0 + lane % C;")
+            at = f"{offset} + col" if offset else "col"
+            target = (f"args.out[it * {stride} + {at}] = stage[warp][t][lane % C]"
+                      if store is None else
+                      f"{store}<T>(args, it, col, stage[warp][t][lane % C])")
+            w.line(f"if (it < (size_t)batch && col < {width}) {target};")
+        w.line("__syncwarp();")
+
+
+STACK_TILE = ("constexpr int C = sizeof(T) == 4 ? 32 : 16;  // a shared tile of 4 KiB per warp",
+              f"__shared__ T stage[{THREAD_MAX_BLOCK // 32}][32][C + 1];")
 
 
 @contextmanager
@@ -145,31 +172,67 @@ def emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
             _emit_tile_store(w, out_width, stride, store, f"rows[t * {pitch} + col]")
             w.line("__syncwarp();")
     with w.block("else"):
-        w.line("constexpr int C = sizeof(T) == 4 ? 32 : 16;  // a shared tile of 4 KiB per warp")
-        w.line(f"__shared__ T stage[{THREAD_MAX_BLOCK // 32}][32][C + 1];")
+        w.lines(*STACK_TILE)
         with _warp_items(w, f"T row[{out_width}];", call):
-            with w.block(f"for (int c0 = 0; c0 < {out_width}; c0 += C)"):
-                w.line("#pragma unroll")
-                w.line(f"for (int k = 0; k < C; ++k) if (c0 + k < {out_width}) "
-                       "stage[warp][lane][k] = row[c0 + k];")
-                w.line("__syncwarp();")
-                with w.block("for (int t = lane / C; t < 32; t += 32 / C)"):
-                    w.line("const size_t it = base + (size_t)t;")
-                    w.line("const int col = c0 + lane % C;")
-                    target = (f"args.out[it * {stride} + col] = stage[warp][t][lane % C]"
-                              if store is None else
-                              f"{store}<T>(args, it, col, stage[warp][t][lane % C])")
-                    w.line(f"if (it < (size_t)batch && col < {out_width}) {target};")
-                w.line("__syncwarp();")
+            _emit_stack_store(w, out_width, stride, store)
+
+
+def emit_parts_loop(w: Writer, parts: Sequence[Part], inputs: list[str], extra: list[str],
+                    out_width: int) -> None:
+    """The CUDA item loop of a thread kernel whose item runs in parts
+    (`emit.thread_parts`): work unit `u` is part `u % P` of the warp's 32 items
+    `u / P * 32 ..`, so the part is uniform across the warp (no divergence) and the P
+    parts of 32 items run in neighbouring warps. Each part writes its row (at most
+    `SHARED_ROW_MAX_BYTES` in float32) into shared memory, or onto the stack where a
+    float64 row is wider, and the warp stores it to its entries of the 32 outputs."""
+    widest = max(p.width for p in parts)
+    pitch = shared_row_pitch(widest)
+    w.comment(f"The item in {len(parts)} parts, each part of 32 items in a warp "
+              "(emit/thread_parts.py).")
+    w.line("const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);")
+    w.line(f"const size_t units = ((size_t)batch + 31) / 32 * {len(parts)};")
+    w.line("const size_t warps = ((size_t)blockDim.x * gridDim.x) >> 5;")
+
+    def loop(row: str, stage: Callable[[Part], None]) -> None:
+        with w.block("for (size_t u = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; "
+                     "u < units; u += warps)"):
+            w.line(f"const size_t base = u / {len(parts)} * 32;")
+            w.line(f"const int part = (int)(u % {len(parts)});")
+            w.line("const size_t i = base + (size_t)lane;")
+            w.line(row)
+            args = ", ".join([*inputs, "args.inertia", "args.gravity", "row", *extra])
+            for k, p in enumerate(parts):
+                call = f"{p.item}<T, T>({args});"
+                with w.block(f"{'if' if k == 0 else 'else if'} (part == {k})"):
+                    w.line(f"if (i < (size_t)batch) {call}")
+                    stage(p)
+
+    def shared_store(p: Part) -> None:
+        w.line("__syncwarp();")
+        _emit_tile_store(w, p.width, out_width, None, f"rows[t * {pitch} + col]", p.offset)
+        w.line("__syncwarp();")
+
+    with w.block(f"if constexpr ({shared_rows_expr(widest)})"):
+        w.line("extern __shared__ __align__(16) unsigned char grid_smem[];")
+        w.line(f"T* GRID_RESTRICT rows = reinterpret_cast<T*>(grid_smem) + "
+               f"(size_t)warp * {32 * pitch};")
+        loop(f"T* GRID_RESTRICT row = rows + lane * {pitch};", shared_store)
+    with w.block("else"):
+        w.lines(*STACK_TILE)
+        loop(f"T row[{widest}];",
+             lambda p: _emit_stack_store(w, p.width, out_width, None, p.offset))
 
 
 def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
                         ops: int, joint_table: bool = False, transform_table: bool = False,
-                        row: StagedRow | None = None) -> VariantInfo:
+                        row: StagedRow | None = None, parts: Sequence[Part] = ()
+                        ) -> VariantInfo:
     """Kernel and launcher of the thread strategy over the item function `item`
     (`joint_table`: it takes the runtime joint-dynamics table after the output;
     `transform_table`: then the runtime transform table; `row`: a compact row the CUDA
-    kernel stages in place of the whole output, `emit.plant.staged_row`)."""
+    kernel stages in place of the whole output, `emit.plant.staged_row`; `parts`: the
+    CUDA kernel runs the item in these parts instead, `emit.thread_parts`; the host
+    build runs `item`)."""
     extra = ["args.joint_dynamics"] if joint_table else []
     if transform_table:
         extra.append("args.transform")
@@ -182,10 +245,12 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
                  f"{name}_kernel(const Args<T> args)"):
         w.line("const int batch = args.batch;")
         inputs = [input_pointer(algorithm, dims, k, "i") for k in range(len(widths))]
-        staged = STAGE_MIN_WIDTH <= out_width <= STAGE_MAX_WIDTH
+        staged = STAGE_MIN_WIDTH <= out_width <= STAGE_MAX_WIDTH or bool(parts)
         if staged:
             w.line("#if GRID_IS_CUDA")
-            if row is None:
+            if parts:
+                emit_parts_loop(w, parts, inputs, extra, out_width)
+            elif row is None:
                 emit_staged_loop(w, item, inputs, extra, out_width)
             else:
                 emit_staged_loop(w, row.item, inputs, extra, row.width, store=row.store)
@@ -199,6 +264,8 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
             w.line("#endif")
     w.line()
     staged_width = out_width if row is None else row.width
+    if parts:
+        staged_width = max(p.width for p in parts)
     emit_configure(w, name, thread_shared_bytes(staged_width, str(THREAD_BLOCK)),
                    opt_in=thread_shared_bytes(staged_width, str(THREAD_MAX_BLOCK)))
     w.doc(f"Launch `{algorithm.name}` (thread strategy) on `stream`.")
@@ -209,7 +276,11 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         w.line(f"const int threads = cfg.threads > 0 ? cfg.threads : {THREAD_BLOCK};")
         w.line(f"if (threads > {THREAD_MAX_BLOCK} || threads % 32 != 0) "
                "return GRID_ERROR_INVALID_ARGUMENT;")
-        w.line("int blocks = (args.batch + threads - 1) / threads;")
+        if parts:  # a warp per part of 32 items
+            w.line(f"int blocks = (int)((((size_t)args.batch + 31) / 32 * {len(parts)} * 32 "
+                   "+ threads - 1) / threads);")
+        else:
+            w.line("int blocks = (args.batch + threads - 1) / threads;")
         w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
         w.line(f"const size_t shared = {thread_shared_bytes(staged_width, 'threads')};"
                "  // opted in up to the widest launch by configure")
@@ -236,7 +307,9 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
         emit_tile_loop(w)
         w.line("#endif")
     w.line()
-    return VariantInfo("thread", THREAD_BLOCK, THREAD_MAX_BLOCK, THREAD_BLOCK,
+    # Items in flight per block (the workspace cap's unit): a part each per thread.
+    per_block = max(1, THREAD_BLOCK // max(1, len(parts)))
+    return VariantInfo("thread", THREAD_BLOCK, THREAD_MAX_BLOCK, per_block,
                        f"{name}_shared_bytes<T>()", ops)
 
 

@@ -269,19 +269,28 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                       w: Writer, max_ops: int | None = None,
                       joint_dynamics: JointDynamics | None = None,
                       runtime_transform: bool = False,
-                      collision: object = None) -> ThreadItem:
+                      collision: object = None,
+                      part: tuple[int, int, int] | None = None) -> ThreadItem:
     """Trace the passes of `algorithm`, register them in the library and write the item
     function `<algorithm>_thread` into `w`. Raises `TooLarge` as soon as its Jacobian
-    is known to need more than `max_ops` operations (the caller rolls the library back)."""
+    is known to need more than `max_ops` operations (the caller rolls the library back).
+
+    part: `(index, offset, width)`, the item function `<algorithm>_thread_p<index>` of
+    the output entries `offset .. offset + width` only, written to `out[0 .. width]`
+    (`emit.thread_parts`); the passes are traced whole and cut to what the part reads."""
     plan = _Plan(model, ee_frames, runtime_inertia, w_library, joint_dynamics,
                  runtime_transform)
-    kb = ItemBuilder(w_library)
+    out_map = None if part is None else {part[1] + j: j for j in range(part[2])}
+    kb = ItemBuilder(w_library, out_map)
     nb, nv = model.nb, model.nv
     ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
              for p in algorithm.inputs}
     views = state_views(ports, dims)
     out = Array.runtime("out", algorithm.output_size(dims), "out")
     name = algorithm.name
+    if part is not None and (name in VJP_OF or name.startswith(PL.PREFIX)):
+        raise ValueError(f"{name}: its thread item is not cut into parts")
+    suffix = "" if part is None else f"_p{part[0]}"
     if name in VJP_OF:  # one pass from q itself: no transforms pass of its own
         emit_vjp(plan, kb, algorithm, ports, out)
         return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform)
@@ -388,7 +397,8 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                            [X, *(ports[p] for p in port_names)], out)
     else:
         raise KeyError(f"the thread strategy has no plan for {name!r}")
-    return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform)
+    return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform, suffix,
+                   None if part is None else part[2])
 
 
 def state_views(ports: dict[str, Array], dims: Dims) -> list[tuple[str, str]]:
@@ -453,10 +463,16 @@ def _plant_step_gradient(plan: _Plan, kb: ItemBuilder, w: Writer, algorithm: Alg
 
 
 def _finish(kb: ItemBuilder, w: Writer, algorithm: Algorithm, dims: Dims,
-            joint_dynamics: JointDynamics | None, runtime_transform: bool) -> ThreadItem:
-    """Write the item function of `algorithm` over the passes `kb` has chained."""
-    item = f"{algorithm.name}_thread"
-    kb.emit_item_function(w, item, f"`{algorithm.name}` of one item: {algorithm.doc}",
+            joint_dynamics: JointDynamics | None, runtime_transform: bool,
+            suffix: str = "", part_width: int | None = None) -> ThreadItem:
+    """Write the item function of `algorithm` over the passes `kb` has chained (`suffix`
+    and `part_width`: a part of its output, `emit.thread_parts`)."""
+    item = f"{algorithm.name}_thread{suffix}"
+    doc = f"`{algorithm.name}` of one item: {algorithm.doc}"
+    if part_width is not None:
+        doc = (f"Part {suffix[2:]} of `{algorithm.name}` of one item ({part_width} "
+               "consecutive entries of its output; `emit.thread_parts`).")
+    kb.emit_item_function(w, item, doc,
                           item_params(algorithm, dims, bool(joint_dynamics
                                                             and joint_dynamics.runtime),
                                       runtime_transform))

@@ -181,10 +181,16 @@ class _Call:
 
 
 class ItemBuilder:
-    """Builds one item function: a sequence of pass calls over named arrays."""
+    """Builds one item function: a sequence of pass calls over named arrays.
 
-    def __init__(self, library: PassLibrary) -> None:
+    out_map: a *part* of the output (`emit.thread_parts`): output entry `k` of every
+    call that writes the array of kind "out" is stored at `out[out_map[k]]` when `k` is
+    a key, and not computed at all otherwise (a call left with nothing to write is
+    dropped)."""
+
+    def __init__(self, library: PassLibrary, out_map: dict[int, int] | None = None) -> None:
         self.library = library
+        self.out_map = out_map
         self.calls: list[_Call] = []
         self.locals: list[Array] = []
         self.total_ops = 0
@@ -236,6 +242,15 @@ class ItemBuilder:
         if write is not None:
             keep = set(write)
             positions = [k for k in positions if k in keep]
+        index: Callable[[int], int] = lambda k: k * out_stride  # noqa: E731
+        if is_out and self.out_map is not None:
+            if out_stride != 1:
+                raise ValueError(f"{name}: out_stride and a part's out_map exclude "
+                                 "each other")
+            positions = [k for k in positions if k in self.out_map]
+            if not positions:
+                return output  # nothing of this part: the pass is not called
+            index = self.out_map.__getitem__
         pattern = tuple(RUNTIME if type(r) is G.Sym or dense else float(r) for r in result)
         if not is_out and not dense and all(type(result[k]) is not G.Sym for k in positions):
             local = Array(out_name, pattern)  # nothing to compute at run time
@@ -249,7 +264,7 @@ class ItemBuilder:
         if out_stride != 1 and not is_out:
             raise ValueError(f"{name}: out_stride applies to an output of kind 'out'")
         segments, scratch, ops = _emit_body(g, result, positions, out_name, is_out or dense,
-                                            self.library.segment_ops, out_stride)
+                                            self.library.segment_ops, index)
         text = "\n".join([*(d for d, _ in params), *(ln for s in segments for ln in s._lines)])
         signature = hashlib.sha256(text.encode()).hexdigest()
         emitted = self.library._by_signature.get(signature)
@@ -328,9 +343,10 @@ def _expression(g: G.Graph, i: int, operand: Callable[[object], str]) -> str:
 
 
 def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
-               out_name: str, write_constants: bool, segment_ops: int, out_stride: int = 1
-               ) -> tuple[list[Writer], int, dict[str, int]]:
-    """The statements of one pass: one body, or segments with their scratch size."""
+               out_name: str, write_constants: bool, segment_ops: int,
+               index: Callable[[int], int]) -> tuple[list[Writer], int, dict[str, int]]:
+    """The statements of one pass: one body, or segments with their scratch size;
+    output entry `k` is stored at `out_name[index(k)]`."""
     order = G.schedule(g, [result[k] for k in positions])
     ops: dict[str, int] = {}
     for i in order:
@@ -365,7 +381,7 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
         for i in order:
             names[i] = f"t{len(names)}"
             body.line(f"const T {names[i]} = {_expression(g, i, operand)};")
-        _emit_stores(body, result, positions, out_name, write_constants, names, out_stride)
+        _emit_stores(body, result, positions, out_name, write_constants, names, index)
         return [body], 0, ops
     # Inputs are re-read in each segment that uses them (they are the caller's arrays);
     # computed values used by a later segment go through scratch slots.
@@ -408,9 +424,9 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
         r = result[k]
         if type(r) is G.Sym:
             s = out_segment[k]
-            bodies[s].line(f"{out_name}[{k * out_stride}] = {names_by_seg[s][r.i]};")
+            bodies[s].line(f"{out_name}[{index(k)}] = {names_by_seg[s][r.i]};")
         elif write_constants:
-            bodies[-1].line(f"{out_name}[{k * out_stride}] = {splat(r)};")
+            bodies[-1].line(f"{out_name}[{index(k)}] = {splat(r)};")
     return bodies, nslots, ops
 
 
@@ -441,10 +457,10 @@ def _allocate_slots(g: G.Graph, order: Sequence[int], segment_of: dict[int, int]
 
 def _emit_stores(body: Writer, result: Sequence[object], positions: Sequence[int],
                  out_name: str, write_constants: bool, names: dict[int, str],
-                 out_stride: int = 1) -> None:
+                 index: Callable[[int], int]) -> None:
     for k in positions:
         r = result[k]
         if type(r) is G.Sym:
-            body.line(f"{out_name}[{k * out_stride}] = {names[r.i]};")
+            body.line(f"{out_name}[{index(k)}] = {names[r.i]};")
         elif write_constants:
-            body.line(f"{out_name}[{k * out_stride}] = {splat(r)};")
+            body.line(f"{out_name}[{index(k)}] = {splat(r)};")
