@@ -9,6 +9,7 @@ float64 reference; the CUDA kernels over them are checked on the GPU
 from __future__ import annotations
 
 import ctypes
+import re
 import shutil
 import subprocess
 
@@ -29,7 +30,10 @@ from grid_codegen.generate import generate
 from grid_codegen.options import CodegenOptions
 from grid_codegen.registry import Dims, algorithm
 
-CUT = ("crba", "minv", "end_effector_pose_gradient")
+CANDIDATES = ("crba", "minv", "end_effector_pose_gradient", "world_kinematics", "ccrba",
+              "dccrba", "kinetic_energy_regressor", "potential_energy_regressor")
+"""Wide outputs of inputs the harness has (q, qd, qdd, u; f_ext left out)."""
+GRAVITY = -9.81
 
 
 def _dims(nv: int, num_ees: int = 2) -> Dims:
@@ -58,22 +62,24 @@ def test_parts_are_whole_rows_that_fit_a_shared_row(nv):
 
 
 def test_the_cost_model():
-    # g1's CRBA: 4,781 operations whole, the 9 parts repeat 11.6k (allowed: 40 x 1,225).
-    assert worth_cutting(4781, [(4781 + 11600) // 9] * 9, 1225)
-    # g1's M^-1: 28k whole, the parts would repeat 112k.
-    assert not worth_cutting(28368, [(28368 + 112000) // 9] * 9, 1225)
-    assert STACK_SCALAR_OPS * 1225 == 49000
+    # g1's CRBA: 5,003 operations whole, the 9 parts repeat 14.5k (allowed: 16 x 1,225).
+    assert worth_cutting(5003, [19495 // 9] * 9, 1225)
+    # go2's M^-1: 5,883 whole, the 3 parts repeat 7.6k, 23.6 per scalar (allowed: 16).
+    assert not worth_cutting(5883, [13519 // 3] * 3, 324)
+    assert STACK_SCALAR_OPS == 16
 
 
 def _harness(parts: dict[str, list[tuple[int, int]]]) -> str:
-    """C++ that runs the whole item and each part of every algorithm on one item."""
+    """C++ that runs the whole item and each part of every algorithm on one item
+    (inputs `in[k]` in port order, NULL for an optional input left out)."""
     lines = ['#include "grid.cuh"', 'extern "C" {']
     for name, ranges in parts.items():
-        lines.append(f"void run_{name}(const double* q, double* whole, double* cut) {{")
-        lines.append(f"  grid::{name}_thread<double, double>(q, nullptr, 0.0, whole);")
+        ports = ", ".join(f"in[{k}]" for k in range(len(algorithm(name).inputs)))
+        args = f"{ports}, nullptr, {GRAVITY!r}"
+        lines.append(f"void run_{name}(const double* const* in, double* whole, double* cut) {{")
+        lines.append(f"  grid::{name}_thread<double, double>({args}, whole);")
         for k, (offset, _) in enumerate(ranges):
-            lines.append(f"  grid::{name}_thread_p{k}<double, double>(q, nullptr, 0.0, "
-                         f"cut + {offset});")
+            lines.append(f"  grid::{name}_thread_p{k}<double, double>({args}, cut + {offset});")
         lines.append("}")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -81,8 +87,9 @@ def _harness(parts: dict[str, list[tuple[int, int]]]) -> str:
 
 @pytest.mark.parametrize("robot", ["go2", "g1"])
 def test_parts_compute_their_entries(robot, tmp_path):
-    """Each part writes exactly its entries; together they equal the whole item and the
-    float64 reference."""
+    """Each part writes exactly its entries: together they equal the whole item bit for
+    bit, for every algorithm the cost model cuts; and the float64 reference where it has
+    the method."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         pytest.skip("no host C++ compiler (g++ or c++) on PATH")
@@ -91,37 +98,48 @@ def test_parts_compute_their_entries(robot, tmp_path):
         pytest.skip(f"{robot}: its URDF is not available")
     model = load_model(robot)
     files = generate(model, CodegenOptions(dtype="float64", strategy="thread",
-                                           algorithms=CUT))
+                                           algorithms=CANDIDATES))
     header = files["grid.cuh"]
     dims = Dims(model.reduced_nq, model.reduced_nv, model.nb,
                 len(model.end_effector_frames(None)))
     parts = {}
-    for name in CUT:
+    for name in CANDIDATES:
         ranges = part_ranges(algorithm(name), dims)
-        if f"{name}_thread_p0" in header:
-            assert len(ranges) > 1 and f"{name}_thread_p{len(ranges)}" not in header
+        if re.search(rf"\b{name}_thread_p0\(", header):
+            assert len(ranges) > 1
+            assert re.search(rf"\b{name}_thread_p{len(ranges) - 1}\(", header)
+            assert not re.search(rf"\b{name}_thread_p{len(ranges)}\(", header)
             parts[name] = ranges
-    # The model's cut: the store-bound CRBA and end-effector gradient are cut.
-    assert {"crba", "end_effector_pose_gradient"} <= set(parts), sorted(parts)
+    # The store-bound CRBA, end-effector gradient and world kinematics are cut; M^-1,
+    # whose parts would repeat most of it, is not.
+    assert {"crba", "end_effector_pose_gradient", "world_kinematics"} <= set(parts)
+    assert "minv" not in parts
     (tmp_path / "grid.cuh").write_text(header)
     (tmp_path / "harness.cpp").write_text(_harness(parts))
     lib = tmp_path / "parts.so"
     subprocess.run([cxx, "-O1", "-std=c++17", "-shared", "-fPIC", "-x", "c++",
                     str(tmp_path / "harness.cpp"), "-o", str(lib)], check=True,
-                   capture_output=True, timeout=600)
+                   capture_output=True, timeout=900)
     so = ctypes.CDLL(str(lib))
     ref = reference.load(spec.path, floating_base=spec.floating_base)
     s = random_states(ref.model, 3, seed=11)
     pointer = ctypes.POINTER(ctypes.c_double)
     for name in parts:
-        width = algorithm(name).output_size(dims)
-        want = getattr(ref, name)(s.q)
+        entry = algorithm(name)
+        width = entry.output_size(dims)
         for b in range(s.q.shape[0]):
-            q = np.ascontiguousarray(s.q[b], dtype=np.float64)
+            values = [None if not p.required else
+                      np.ascontiguousarray(getattr(s, p.name)[b], dtype=np.float64)
+                      for p in entry.inputs]
+            table = (ctypes.c_void_p * len(values))(
+                *[None if v is None else v.ctypes.data for v in values])
             whole = np.full(width, np.nan)
             cut = np.full(width, np.nan)
-            getattr(so, f"run_{name}")(q.ctypes.data_as(pointer), whole.ctypes.data_as(pointer),
+            getattr(so, f"run_{name}")(table, whole.ctypes.data_as(pointer),
                                        cut.ctypes.data_as(pointer))
+            assert np.isfinite(whole).all(), name
             assert np.array_equal(cut, whole), f"{name}: parts differ from the whole item"
-            assert_scaled_close(cut.reshape(1, -1), want[b].reshape(1, -1), 1e-10,
-                                f"{name} parts, item {b}")
+            if name in ("crba", "end_effector_pose_gradient"):
+                assert_scaled_close(cut.reshape(1, -1),
+                                    getattr(ref, name)(s.q[b:b + 1]).reshape(1, -1), 1e-10,
+                                    f"{name} parts, item {b}")

@@ -85,10 +85,10 @@ def test_staged_thread_kernels_match_the_reference(tmp_path, robot, dtype):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_thread_parts_at_every_width_and_grid_cap(tmp_path, dtype):
-    """go2's CRBA, M^-1 and end-effector gradient run as parts (a warp per part of 32
-    items, `emit.thread_parts`): in shared-memory rows (float32) or stack rows (float64),
-    at launch widths of one to eight warps and with capped grids whose warps stride over
-    the parts, at batches that end mid-warp."""
+    """go2's CRBA and end-effector gradient run as parts (a warp per part of 32 items,
+    `emit.thread_parts`; its M^-1 stays whole): in shared-memory rows (float32) or stack
+    rows (float64), at launch widths of one to eight warps and with capped grids whose
+    warps stride over the parts, at batches that end mid-warp."""
     from test_codegen_gpu import _require_cuda
     torch = _require_cuda()
     from artifact_harness import build_cached, reference_case
@@ -104,7 +104,7 @@ def test_thread_parts_at_every_width_and_grid_cap(tmp_path, dtype):
     for batch in (1, 33, 300):
         s = round_states(random_states(ref.model, batch, seed=batch + 5), dtype)
         for name in ("crba", "minv", "end_effector_pose_gradient"):
-            assert part_ranges(algorithm(name), dims) != []  # cut into parts
+            assert part_ranges(algorithm(name), dims) != []  # wide enough to be cut
             inputs, expected = reference_case(ref, name, s)
             device = [torch.from_numpy(np.ascontiguousarray(x)).cuda() for x in inputs[:1]]
             for threads, cap in ((0, 0), (32, 0), (64, 3), (256, 0), (128, 1)):

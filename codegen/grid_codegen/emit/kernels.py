@@ -180,9 +180,11 @@ def emit_staged_loop(w: Writer, item: str, inputs: list[str], extra: list[str],
 def emit_parts_loop(w: Writer, parts: Sequence[Part], inputs: list[str], extra: list[str],
                     out_width: int) -> None:
     """The CUDA item loop of a thread kernel whose item runs in parts
-    (`emit.thread_parts`): work unit `u` is part `u % P` of the warp's 32 items
-    `u / P * 32 ..`, so the part is uniform across the warp (no divergence) and the P
-    parts of 32 items run in neighbouring warps. Each part writes its row (at most
+    (`emit.thread_parts`): work unit `u` is part `u / chunks` of the 32 items
+    `u % chunks * 32 ..`, so the part is uniform across the warp (no divergence), and
+    part-major: the warps resident at one time run the same part, sharing its
+    instructions (straight-line parts are long; neighbouring warps on different parts
+    thrash the instruction cache). Each part writes its row (at most
     `SHARED_ROW_MAX_BYTES` in float32) into shared memory, or onto the stack where a
     float64 row is wider, and the warp stores it to its entries of the 32 outputs."""
     widest = max(p.width for p in parts)
@@ -190,14 +192,15 @@ def emit_parts_loop(w: Writer, parts: Sequence[Part], inputs: list[str], extra: 
     w.comment(f"The item in {len(parts)} parts, each part of 32 items in a warp "
               "(emit/thread_parts.py).")
     w.line("const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);")
-    w.line(f"const size_t units = ((size_t)batch + 31) / 32 * {len(parts)};")
+    w.line("const size_t chunks = ((size_t)batch + 31) / 32;")
+    w.line(f"const size_t units = chunks * {len(parts)};")
     w.line("const size_t warps = ((size_t)blockDim.x * gridDim.x) >> 5;")
 
     def loop(row: str, stage: Callable[[Part], None]) -> None:
         with w.block("for (size_t u = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; "
                      "u < units; u += warps)"):
-            w.line(f"const size_t base = u / {len(parts)} * 32;")
-            w.line(f"const int part = (int)(u % {len(parts)});")
+            w.line("const size_t base = u % chunks * 32;")
+            w.line("const int part = (int)(u / chunks);")
             w.line("const size_t i = base + (size_t)lane;")
             w.line(row)
             args = ", ".join([*inputs, "args.inertia", "args.gravity", "row", *extra])
