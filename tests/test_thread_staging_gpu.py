@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from artifact_harness import round_states, tolerance
+from artifact_harness import build_cached, reference_case, round_states, tolerance
 from support import ROBOTS, assert_scaled_close, random_states
 
 import grid_rbd
@@ -21,6 +21,8 @@ from grid_codegen.emit.kernels import (
     STAGE_MIN_WIDTH,
     shared_row_pitch,
 )
+from grid_codegen.emit.thread_parts import part_ranges
+from grid_codegen.registry import Dims, algorithm
 
 pytestmark = pytest.mark.gpu
 
@@ -91,11 +93,6 @@ def test_thread_parts_at_every_width_and_grid_cap(tmp_path, dtype):
     warps stride over the parts, at batches that end mid-warp."""
     from test_codegen_gpu import _require_cuda
     torch = _require_cuda()
-    from artifact_harness import build_cached, reference_case
-
-    from grid_codegen.emit.thread_parts import part_ranges
-    from grid_codegen.registry import Dims, algorithm
-
     artifact, _ = build_cached("go2", backend="cuda", dtype=dtype, strategy="thread",
                                algorithms=("crba", "minv", "end_effector_pose_gradient"))
     dims = Dims(artifact.nq, artifact.nv, artifact.nb, artifact.num_ees)

@@ -27,7 +27,6 @@ from grid_codegen.emit.rows import emit_rows_variant, rows_applicable
 from grid_codegen.emit.strategy import make_strategy
 from grid_codegen.emit.thread import TooLarge, build_thread_item
 from grid_codegen.emit.thread_parts import build_parts
-from grid_codegen.emit.thread_vjp import VJP_OF
 from grid_codegen.emit.wrapper import AlgorithmBuild, emit_unit, emit_wrapper, unit_file
 from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.joint_dynamics import JointDynamics
@@ -98,22 +97,18 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
                 else:
                     thread_items.extend(text)
                     thread_items.line()
-                    row = plant.staged_row(entry, dims)
-                    parts = []
-                    if row is None and name not in VJP_OF \
-                            and not name.startswith(plant.PREFIX):
-                        def build(part, writer, entry=entry):
-                            return build_thread_item(
-                                library, model, ee_frames, options.runtime_inertia, entry,
-                                dims, writer, joint_dynamics=jd,
-                                runtime_transform=options.runtime_transform,
-                                collision=collision, part=part).ops
+                    def build(part, writer, entry=entry):
+                        return build_thread_item(
+                            library, model, ee_frames, options.runtime_inertia, entry, dims,
+                            writer, joint_dynamics=jd,
+                            runtime_transform=options.runtime_transform,
+                            collision=collision, part=part).ops
 
-                        parts = build_parts(library, entry, dims, item.ops, build,
-                                            thread_items)
+                    parts = build_parts(library, entry, dims, item.ops, build, thread_items)
                     variants.append(emit_thread_variant(
                         kernels, entry, dims, item.name, item.ops, bool(joint_table),
-                        bool(transform_table), row=row, parts=parts))
+                        bool(transform_table), row=plant.staged_row(entry, dims),
+                        parts=parts))
                 ops = item.ops
         for strategy in wanted:
             if strategy == "thread":

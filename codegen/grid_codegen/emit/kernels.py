@@ -248,7 +248,8 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
                  f"{name}_kernel(const Args<T> args)"):
         w.line("const int batch = args.batch;")
         inputs = [input_pointer(algorithm, dims, k, "i") for k in range(len(widths))]
-        staged = STAGE_MIN_WIDTH <= out_width <= STAGE_MAX_WIDTH or bool(parts)
+        staged = STAGE_MIN_WIDTH <= out_width <= STAGE_MAX_WIDTH
+        assert staged or not parts, "parts are cut from staged widths only"
         if staged:
             w.line("#if GRID_IS_CUDA")
             if parts:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from grid_codegen import transforms as T
 from grid_codegen.emit import plant as PL
 from grid_codegen.emit import second_order as SO
+from grid_codegen.emit.thread_parts import Part, cuttable
 from grid_codegen.emit.thread_vjp import VJP_OF, emit_vjp
 from grid_codegen.emit.writer import Writer
 from grid_codegen.joint_dynamics import JointDynamics
@@ -270,17 +271,17 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                       joint_dynamics: JointDynamics | None = None,
                       runtime_transform: bool = False,
                       collision: object = None,
-                      part: tuple[int, int, int] | None = None) -> ThreadItem:
+                      part: Part | None = None) -> ThreadItem:
     """Trace the passes of `algorithm`, register them in the library and write the item
     function `<algorithm>_thread` into `w`. Raises `TooLarge` as soon as its Jacobian
     is known to need more than `max_ops` operations (the caller rolls the library back).
 
-    part: `(index, offset, width)`, the item function `<algorithm>_thread_p<index>` of
-    the output entries `offset .. offset + width` only, written to `out[0 .. width]`
-    (`emit.thread_parts`); the passes are traced whole and cut to what the part reads."""
+    part: the item function `part.item` of the output entries `part.offset ..
+    part.offset + part.width` only, written to `out[0 .. width]` (`emit.thread_parts`);
+    the passes are traced whole and cut to what the part reads."""
     plan = _Plan(model, ee_frames, runtime_inertia, w_library, joint_dynamics,
                  runtime_transform)
-    out_map = None if part is None else {part[1] + j: j for j in range(part[2])}
+    out_map = None if part is None else {part.offset + j: j for j in range(part.width)}
     kb = ItemBuilder(w_library, out_map)
     nb, nv = model.nb, model.nv
     ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
@@ -288,9 +289,8 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     views = state_views(ports, dims)
     out = Array.runtime("out", algorithm.output_size(dims), "out")
     name = algorithm.name
-    if part is not None and (name in VJP_OF or name.startswith(PL.PREFIX)):
+    if part is not None and not cuttable(algorithm):
         raise ValueError(f"{name}: its thread item is not cut into parts")
-    suffix = "" if part is None else f"_p{part[0]}"
     if name in VJP_OF:  # one pass from q itself: no transforms pass of its own
         emit_vjp(plan, kb, algorithm, ports, out)
         return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform)
@@ -397,8 +397,7 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
                            [X, *(ports[p] for p in port_names)], out)
     else:
         raise KeyError(f"the thread strategy has no plan for {name!r}")
-    return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform, suffix,
-                   None if part is None else part[2])
+    return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform, part)
 
 
 def state_views(ports: dict[str, Array], dims: Dims) -> list[tuple[str, str]]:
@@ -464,14 +463,15 @@ def _plant_step_gradient(plan: _Plan, kb: ItemBuilder, w: Writer, algorithm: Alg
 
 def _finish(kb: ItemBuilder, w: Writer, algorithm: Algorithm, dims: Dims,
             joint_dynamics: JointDynamics | None, runtime_transform: bool,
-            suffix: str = "", part_width: int | None = None) -> ThreadItem:
-    """Write the item function of `algorithm` over the passes `kb` has chained (`suffix`
-    and `part_width`: a part of its output, `emit.thread_parts`)."""
-    item = f"{algorithm.name}_thread{suffix}"
+            part: Part | None = None) -> ThreadItem:
+    """Write the item function of `algorithm` over the passes `kb` has chained (`part`:
+    a part of its output, `emit.thread_parts`)."""
+    item = f"{algorithm.name}_thread"
     doc = f"`{algorithm.name}` of one item: {algorithm.doc}"
-    if part_width is not None:
-        doc = (f"Part {suffix[2:]} of `{algorithm.name}` of one item ({part_width} "
-               "consecutive entries of its output; `emit.thread_parts`).")
+    if part is not None:
+        item = part.item
+        doc = (f"Entries {part.offset} .. {part.offset + part.width - 1} of "
+               f"`{algorithm.name}` of one item (`emit.thread_parts`).")
     kb.emit_item_function(w, item, doc,
                           item_params(algorithm, dims, bool(joint_dynamics
                                                             and joint_dynamics.runtime),

@@ -37,7 +37,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grid_codegen.emit.kernels import SHARED_ROW_MAX_BYTES, shared_row_pitch
+from grid_codegen.emit.kernels import SHARED_ROW_MAX_BYTES
+from grid_codegen.emit.plant import PREFIX as PLANT_PREFIX
+from grid_codegen.emit.thread_vjp import VJP_OF
 from grid_codegen.emit.writer import Writer
 from grid_codegen.registry import Algorithm, Dims
 from grid_codegen.symbolic.emit import PassLibrary
@@ -54,6 +56,10 @@ PART_SCALAR_BYTES = 4
 bytes, are staged through the stack, as whole float64 rows of that size are)."""
 
 
+FITS = (SHARED_ROW_MAX_BYTES // PART_SCALAR_BYTES - 1) | 1
+"""The widest float32 row in shared memory (its pitch, the width made odd, fits too)."""
+
+
 @dataclass(frozen=True)
 class Part:
     """One part of a thread item's output: its item function and entries."""
@@ -63,14 +69,20 @@ class Part:
     width: int
 
 
+def cuttable(algorithm: Algorithm) -> bool:
+    """Whether the thread item of `algorithm` may run in parts: not the reverse-mode
+    items (one pass from q, their own layout) nor the fused step gradients (their CUDA
+    kernel stages a compact row of its own, `emit.plant`)."""
+    return algorithm.name not in VJP_OF and not algorithm.name.startswith(PLANT_PREFIX)
+
+
 def part_ranges(algorithm: Algorithm, dims: Dims) -> list[tuple[int, int]]:
     """`(offset, width)` of the parts an output would be cut into: whole rows of its last
     axis, balanced, each row fitting a float32 shared-memory row; `[]` for an output that
     fits one (or whose rows do not fit, or would need more than MAX_PARTS)."""
     width = algorithm.output_size(dims)
     shape = algorithm.output_shape(dims)
-    fits = max(w for w in range(1, width + 1)
-               if shared_row_pitch(w) * PART_SCALAR_BYTES <= SHARED_ROW_MAX_BYTES)
+    fits = FITS
     if width <= fits:
         return []
     row = shape[-1] if len(shape) >= 2 else 1
@@ -95,25 +107,25 @@ def worth_cutting(whole_ops: int, part_ops: list[int], width: int) -> bool:
 
 
 def build_parts(library: PassLibrary, algorithm: Algorithm, dims: Dims, whole_ops: int,
-                build: Callable[[tuple[int, int, int], Writer], int], w: Writer
-                ) -> list[Part]:
+                build: Callable[[Part, Writer], int], w: Writer) -> list[Part]:
     """Trace the parts of a thread item whose whole form took `whole_ops` operations:
-    `build(part, writer)` writes the item function of `part` (`(index, offset, width)`,
-    `emit.thread.build_thread_item`) and returns its operation count. Kept (their item
+    `build(part, writer)` writes the item function of `part`
+    (`emit.thread.build_thread_item`) and returns its operation count. Kept (their item
     functions appended to `w`) when the cost model says so, else rolled back: `[]`."""
-    ranges = part_ranges(algorithm, dims)
+    ranges = part_ranges(algorithm, dims) if cuttable(algorithm) else []
     if not ranges:
         return []
+    parts = [Part(f"{algorithm.name}_thread_p{k}", offset, width)
+             for k, (offset, width) in enumerate(ranges)]
     checkpoint = library.checkpoint()
     text = Writer()
-    ops = [build((k, offset, width), text) for k, (offset, width) in enumerate(ranges)]
+    ops = [build(part, text) for part in parts]
     if not worth_cutting(whole_ops, ops, algorithm.output_size(dims)):
         library.rollback(checkpoint)
         return []
     w.extend(text)
-    return [Part(f"{algorithm.name}_thread_p{k}", offset, width)
-            for k, (offset, width) in enumerate(ranges)]
+    return parts
 
 
-__all__ = ["MAX_PARTS", "Part", "STACK_SCALAR_OPS", "build_parts", "part_ranges",
-           "worth_cutting"]
+__all__ = ["FITS", "MAX_PARTS", "Part", "STACK_SCALAR_OPS", "build_parts", "cuttable",
+           "part_ranges", "worth_cutting"]
