@@ -27,8 +27,11 @@ if TYPE_CHECKING:
 
 THREAD_BLOCK = 128
 THREAD_MAX_BLOCK = 256
-WARP_BLOCK = 128
 WARP_MAX_BLOCK = 256
+"""The widest block of the regressor's warp kernel (`emit.regressor_warp`). The level
+warp kernel runs one warp per block whatever width is asked: its scratch then sits at a
+fixed shared address, which nvcc's optimiser needs to stay fast (g1's ABA warp kernel, cicc:
+79 s with a per-warp offset into the block's shared memory, 8 s without)."""
 BLOCK_MAX_BLOCK = 1024
 
 
@@ -329,13 +332,13 @@ def emit_level_variant(w: Writer, algorithm: Algorithm, dims: Dims, strategy: st
     if strategy == "block":
         default, bound, per_block = block_threads, BLOCK_MAX_BLOCK, 1
         loop, scratch, sync = "GRID_BLOCK_ITEM_LOOP", "GRID_BLOCK_SCRATCH", "GRID_SYNC()"
-    else:
-        default, bound, per_block = WARP_BLOCK, WARP_MAX_BLOCK, WARP_BLOCK // 32
-        loop, scratch, sync = "GRID_WARP_ITEM_LOOP", "GRID_WARP_SCRATCH", "GRID_WARP_SYNC()"
+    else:  # one warp per block (WARP_MAX_BLOCK's note): the block loop and scratch
+        default, bound, per_block = 32, WARP_MAX_BLOCK, 1
+        loop, scratch, sync = "GRID_BLOCK_ITEM_LOOP", "GRID_BLOCK_SCRATCH", "GRID_WARP_SYNC()"
     w.doc(f"Kernel of `{algorithm.name}` ({strategy} strategy): one item per "
           f"{'thread block' if strategy == 'block' else 'warp'}.")
     w.line("template <typename T>")
-    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({bound}) "
+    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({bound if strategy == 'block' else 32}) "
                  f"{name}_kernel(const Args<T> args)"):
         w.line("const int batch = args.batch;")
         with w.block(f"{loop}(item, batch)"):
@@ -353,18 +356,11 @@ def emit_level_variant(w: Writer, algorithm: Algorithm, dims: Dims, strategy: st
         w.line(f"const int threads = cfg.threads > 0 ? cfg.threads : {default};")
         w.line(f"if (threads > {bound} || threads % 32 != 0) "
                "return GRID_ERROR_INVALID_ARGUMENT;")
-        if strategy == "block":
-            w.line("const size_t shared = sizeof(T) * " + scratch_size + ";")
-            w.line("int blocks = args.batch;")
-        else:
-            w.line("const int per_block = threads / 32;")
-            w.line(f"const size_t shared = sizeof(T) * {scratch_size} * per_block;")
-            w.line("int blocks = (args.batch + per_block - 1) / per_block;")
-            with w.block(f"if (shared > {name}_shared_bytes<T>())"):
-                w.line("const int rc = opt_in_shared(" + name + "_kernel<T>, shared);")
-                w.line("if (rc != GRID_OK) return rc;")
+        w.line("const size_t shared = sizeof(T) * " + scratch_size + ";")
+        w.line("int blocks = args.batch;")
         w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
-        w.line(f"{name}_kernel<T><<<blocks, threads, shared, stream>>>(args);")
+        width = "threads" if strategy == "block" else "32"  # warp: accepted, one warp runs
+        w.line(f"{name}_kernel<T><<<blocks, {width}, shared, stream>>>(args);")
         w.line("return launch_status();")
         w.line("#else")
         _emit_level_host(w, algorithm, dims, item, scratch_size, ops, joint_table,

@@ -10,7 +10,7 @@ results. A strategy decides what that becomes:
   spread over the block's threads (a `switch` picks each unit's specialised code),
   a barrier separates steps, the scratch is shared memory.
 * `WarpStrategy`: the same passes with one batch item per warp: units across its 32
-  lanes, warp barriers, several items per thread block.
+  lanes, warp barriers, one warp per thread block (its scratch at a fixed shared address).
 
 (The thread strategy is not scheduled here: it is straight-line code traced from the
 algorithms themselves, `grid_codegen.emit.thread`.)
@@ -60,12 +60,6 @@ class Strategy:
     def threads_per_block(self) -> int:
         raise NotImplementedError
 
-    def emit_kernel(self, w: Writer, name: str, scratch_size: str) -> None:
-        raise NotImplementedError
-
-    def grid_size(self, threads: str) -> str:
-        """C++ expression for the number of blocks of a launch over `batch` items."""
-        raise NotImplementedError
 
 
 class BlockStrategy(Strategy):
@@ -106,20 +100,11 @@ class BlockStrategy(Strategy):
         # Whole warps, enough for the widest step, capped where occupancy still pays.
         return min(max(32, -(-self.max_width // 32) * 32), 256)
 
-    def emit_kernel(self, w: Writer, name: str, scratch_size: str) -> None:
-        with w.block("GRID_BLOCK_ITEM_LOOP(item, batch)"):
-            w.line(f"GRID_BLOCK_SCRATCH(T, s, {scratch_size});")
-            w.line(f"{name}<T>(s, args, item);")
-            w.line("GRID_SYNC();  // the next item reuses the scratch")
-
-    def grid_size(self, threads: str) -> str:
-        return "batch"
-
 
 class WarpStrategy(BlockStrategy):
     """One batch item per warp: the block strategy's passes with units across the 32
-    lanes and warp barriers, several items (warps) per thread block, each with its own
-    slice of the block's shared memory."""
+    lanes and warp barriers. A thread block is one warp (`emit.kernels.WARP_MAX_BLOCK`
+    says why), so the item's scratch is the block's shared memory."""
 
     name = "warp"
 
@@ -139,17 +124,7 @@ class WarpStrategy(BlockStrategy):
         w.line("GRID_WARP_SYNC();")
 
     def threads_per_block(self) -> int:
-        return WARPS_PER_BLOCK * 32
-
-    def emit_kernel(self, w: Writer, name: str, scratch_size: str) -> None:
-        with w.block("GRID_WARP_ITEM_LOOP(item, batch)"):
-            w.line(f"GRID_WARP_SCRATCH(T, s, {scratch_size});")
-            w.line(f"{name}<T>(s, args, item);")
-            w.line("GRID_WARP_SYNC();  // the next item reuses the scratch")
-
-
-WARPS_PER_BLOCK = 4
-"""Items (warps) per thread block of the warp strategy at its default launch width."""
+        return 32
 
 
 def make_strategy(name: str) -> Strategy:
