@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from grid_codegen.emit.wrapper import UNIT_WEIGHT
+
 LOG_TAIL_LINES = 40
 ARTIFACT = "robot.so"
 BUILD_LOG = "robot.build.log"
@@ -275,6 +277,18 @@ def _link_flags(flags: Sequence[str], link_only: set[str]) -> list[str]:
     return kept
 
 
+def unit_weight(path: Path) -> int:
+    """A unit's compile weight from its third line (`emit.wrapper.emit_unit`); 0 for a
+    source without one (the wrapper)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = [f.readline(200) for _ in range(3)]
+    except OSError:
+        return 0
+    value = head[2].strip().removeprefix(UNIT_WEIGHT.strip()).strip()
+    return int(value) if head[2].startswith(UNIT_WEIGHT) and value.isdigit() else 0
+
+
 def compile_units(cmd: list[str], sources: Sequence[str], cwd: str | os.PathLike | None,
                   backend: str, tmp_dir: Path, tools: Sequence[str],
                   timeout: float | None) -> tuple[int, str, list[str]]:
@@ -305,8 +319,12 @@ def compile_units(cmd: list[str], sources: Sequence[str], cwd: str | os.PathLike
         rc, text = run_compiler(unit_cmd, tmp_dir, tools, cwd=cwd, timeout=timeout)
         return rc, f"$ {' '.join(unit_cmd)}\n{text}"
 
+    # The heaviest units first, so that the longest does not start last; logs and the
+    # link keep the order of `sources`.
+    heaviest = sorted(sources, key=lambda source: -unit_weight(Path(cwd or ".") / source))
     with ThreadPoolExecutor(max_workers=min(build_jobs(), len(sources))) as pool:
-        results = list(pool.map(one, sources))
+        done = dict(zip(heaviest, pool.map(one, heaviest), strict=True))
+    results = [done[source] for source in sources]
     log = "\n".join(text for _, text in results)
     failed = [rc for rc, _ in results if rc != 0]
     objects = [str(tmp_dir / (name + ".o")) for name in names]

@@ -27,6 +27,7 @@ from grid_codegen.emit.rows import emit_rows_variant, rows_applicable
 from grid_codegen.emit.strategy import make_strategy
 from grid_codegen.emit.thread import TooLarge, build_thread_item
 from grid_codegen.emit.thread_parts import build_parts
+from grid_codegen.emit.unit_sections import UnitSections
 from grid_codegen.emit.wrapper import AlgorithmBuild, emit_unit, emit_wrapper, unit_file
 from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.joint_dynamics import JointDynamics
@@ -69,63 +70,68 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     library = PassLibrary()
     thread_items = Writer()
     kernels = Writer()
+    # Units read only their sections of the header, unless text after the kernels calls
+    # into them (the device API, the collision profile): emit.unit_sections.
+    sections = UnitSections(library, thread_items, kernels, enabled=(
+        (units or split_dir is not None) and not device_api and collision is None))
     builds: list[AlgorithmBuild] = []
     for name in options.algorithms:
-        entry = algorithm(name)
-        variants: list[VariantInfo] = []
-        ops = 0
-        # Algorithms without a level-synchronous emitter (the centroidal profile) have
-        # the thread strategy only, whatever was asked for.
-        levels = name in BUILDERS and levels_cover(model)
-        wanted = strategies if levels else ("thread",)
-        if "thread" in wanted:
-            checkpoint = library.checkpoint()
-            text = Writer()
-            limit = (None if options.strategy == "thread" or not levels
-                     else dispatch.THREAD_MAX_OPS)
-            try:
-                item = build_thread_item(library, model, ee_frames, options.runtime_inertia,
-                                         entry, dims, text, limit, joint_dynamics=jd,
-                                         runtime_transform=options.runtime_transform,
-                                         collision=collision)
-            except TooLarge as exc:
-                library.rollback(checkpoint)
-                ops = exc.ops
-            else:
-                if limit is not None and item.ops > limit:
+        with sections.section(name):
+            entry = algorithm(name)
+            variants: list[VariantInfo] = []
+            ops = 0
+            # Algorithms without a level-synchronous emitter (the centroidal profile) have
+            # the thread strategy only, whatever was asked for.
+            levels = name in BUILDERS and levels_cover(model)
+            wanted = strategies if levels else ("thread",)
+            if "thread" in wanted:
+                checkpoint = library.checkpoint()
+                text = Writer()
+                limit = (None if options.strategy == "thread" or not levels
+                         else dispatch.THREAD_MAX_OPS)
+                try:
+                    item = build_thread_item(library, model, ee_frames, options.runtime_inertia,
+                                             entry, dims, text, limit, joint_dynamics=jd,
+                                             runtime_transform=options.runtime_transform,
+                                             collision=collision)
+                except TooLarge as exc:
                     library.rollback(checkpoint)
+                    ops = exc.ops
                 else:
-                    thread_items.extend(text)
-                    thread_items.line()
-                    def build(part, writer, entry=entry):
-                        return build_thread_item(
-                            library, model, ee_frames, options.runtime_inertia, entry, dims,
-                            writer, joint_dynamics=jd,
-                            runtime_transform=options.runtime_transform,
-                            collision=collision, part=part).ops
+                    if limit is not None and item.ops > limit:
+                        library.rollback(checkpoint)
+                    else:
+                        thread_items.extend(text)
+                        thread_items.line()
+                        def build(part, writer, entry=entry):
+                            return build_thread_item(
+                                library, model, ee_frames, options.runtime_inertia, entry, dims,
+                                writer, joint_dynamics=jd,
+                                runtime_transform=options.runtime_transform,
+                                collision=collision, part=part).ops
 
-                    parts = build_parts(library, entry, dims, item.ops, build, thread_items)
-                    variants.append(emit_thread_variant(
-                        kernels, entry, dims, item.name, item.ops, bool(joint_table),
-                        bool(transform_table), row=plant.staged_row(entry, dims),
-                        parts=parts))
-                ops = item.ops
-        for strategy in wanted:
-            if strategy == "thread":
-                continue
-            ctx = EmitContext(model=model, options=options, strategy=make_strategy(strategy),
-                              ee_frames=ee_frames, joint_dynamics=jd)
-            spec = BUILDERS[name](ctx)
-            _check_ports(spec, entry, dims)
-            item_name = emit_level_item(ctx, kernels, spec)
-            variants.append(emit_level_variant(
-                kernels, entry, dims, strategy, item_name, spec.layout.size_constant,
-                ops, ctx.strategy.threads_per_block(), joint_table, transform_table))
-        builds.append(_build(entry, dims, options, variants,
-                             [_model_variant(v, max(v.ops, ops), entry, dims) for v in variants]))
+                        parts = build_parts(library, entry, dims, item.ops, build, thread_items)
+                        variants.append(emit_thread_variant(
+                            kernels, entry, dims, item.name, item.ops, bool(joint_table),
+                            bool(transform_table), row=plant.staged_row(entry, dims),
+                            parts=parts))
+                    ops = item.ops
+            for strategy in wanted:
+                if strategy == "thread":
+                    continue
+                ctx = EmitContext(model=model, options=options, strategy=make_strategy(strategy),
+                                  ee_frames=ee_frames, joint_dynamics=jd)
+                spec = BUILDERS[name](ctx)
+                _check_ports(spec, entry, dims)
+                item_name = emit_level_item(ctx, kernels, spec)
+                variants.append(emit_level_variant(
+                    kernels, entry, dims, strategy, item_name, spec.layout.size_constant,
+                    ops, ctx.strategy.threads_per_block(), joint_table, transform_table))
+            modelled = [_model_variant(v, max(v.ops, ops), entry, dims) for v in variants]
+            builds.append(_build(entry, dims, options, variants, modelled))
 
-    _add_rows_variant(builds, kernels, model, dims, options, joint_table, transform_table)
-    _add_regressor_warp_variant(builds, library, thread_items, kernels, model, ee_frames,
+    _add_rows_variant(builds, sections, model, dims, options, joint_table, transform_table)
+    _add_regressor_warp_variant(builds, sections, model, ee_frames,
                                 dims, options, jd, transform_table)
     if device_api and collision is not None:  # the world distances' kinematics item
         from grid_codegen.collision.emit import build_kinematics_item
@@ -144,11 +150,11 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
         if library.passes:
             w.comment("---- thread strategy: traced passes, then item functions ----")
             w.line()
-            library.emit(w)
-            w.extend(thread_items)
+            sections.emit_passes(w)
+            sections.emit_items(w)
         w.comment("---- kernels and launchers ----")
         w.line()
-        w.extend(kernels)
+        sections.emit_kernels(w)
     if device_api:
         from grid_codegen.emit.device_api import emit_device_api
 
@@ -158,7 +164,10 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     header = w.text()
     files = {"grid.cuh": header, "wrapper.cu": emit_wrapper(model, options, dims, builds,
                                                            units, jd)}
-    unit_files = ({unit_file(b.algorithm.name): emit_unit(model, options, b) for b in builds}
+    unit_files = ({unit_file(b.algorithm.name):
+                   emit_unit(model, options, b, sections.needs(b.algorithm.name),
+                             sections.weight(b.algorithm.name))
+                   for b in builds}
                   if units or split_dir is not None else {})
     if units:
         files.update(unit_files)
@@ -170,8 +179,8 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     return files
 
 
-def _add_rows_variant(builds: list[AlgorithmBuild], kernels: Writer, model: RobotModel,
-                      dims: Dims, options: CodegenOptions, joint_table: int,
+def _add_rows_variant(builds: list[AlgorithmBuild], sections: UnitSections,
+                      model: RobotModel, dims: Dims, options: CodegenOptions, joint_table: int,
                       transform_table: int) -> None:
     """The FD gradient's rows strategy (`emit.rows`), once the reverse-mode pass it calls
     is built; its default dispatch tables are recomputed with it."""
@@ -183,17 +192,20 @@ def _add_rows_variant(builds: list[AlgorithmBuild], kernels: Writer, model: Robo
     if not rows_applicable(build.algorithm, dims, options.algorithms, options.strategy):
         return
     vjp_ops = builds[v].variants[0].ops
-    rows = emit_rows_variant(kernels, build.algorithm, dims, f"{builds[v].algorithm.name}_thread",
-                             vjp_ops, build.variants[0].strategy, bool(joint_table),
-                             bool(transform_table))
+    with sections.section(build.algorithm.name):
+        rows = emit_rows_variant(sections.kernels, build.algorithm, dims,
+                                 f"{builds[v].algorithm.name}_thread", vjp_ops,
+                                 build.variants[0].strategy, bool(joint_table),
+                                 bool(transform_table))
+    sections.calls(build.algorithm.name, builds[v].algorithm.name)
     builds[k] = _with_variant(build, rows, dispatch.Variant("rows", vjp_ops, vjp_ops * dims.nv),
                               dims, options)
 
 
-def _add_regressor_warp_variant(builds: list[AlgorithmBuild], library: PassLibrary,
-                                thread_items: Writer, kernels: Writer, model: RobotModel,
-                                ee_frames: tuple, dims: Dims, options: CodegenOptions,
-                                jd: JointDynamics | None, transform_table: int) -> None:
+def _add_regressor_warp_variant(builds: list[AlgorithmBuild], sections: UnitSections,
+                                model: RobotModel, ee_frames: tuple, dims: Dims,
+                                options: CodegenOptions, jd: JointDynamics | None,
+                                transform_table: int) -> None:
     """The inverse-dynamics regressor's warp strategy (`emit.regressor_warp`): its
     coalesced row stores beat the thread strategy's item-per-thread stores on wide
     outputs; the default dispatch tables are recomputed with it."""
@@ -204,12 +216,13 @@ def _add_regressor_warp_variant(builds: list[AlgorithmBuild], library: PassLibra
         return
     build = builds[k]
     joint_table = bool(jd is not None and jd.runtime)
-    terms = regressor_warp.build_terms(library, model, ee_frames, options.runtime_inertia,
-                                       build.algorithm, dims, thread_items, jd,
-                                       options.runtime_transform)
-    thread_items.line()
-    warp = regressor_warp.emit_variant(kernels, model, build.algorithm, dims, terms,
-                                       joint_table, bool(transform_table))
+    with sections.section(build.algorithm.name):
+        terms = regressor_warp.build_terms(sections.library, model, ee_frames,
+                                           options.runtime_inertia, build.algorithm, dims,
+                                           sections.items, jd, options.runtime_transform)
+        sections.items.line()
+        warp = regressor_warp.emit_variant(sections.kernels, model, build.algorithm, dims,
+                                           terms, joint_table, bool(transform_table))
     lanes = regressor_warp.lane_ops(model)
     builds[k] = _with_variant(build, warp, dispatch.Variant(
         "columns", terms.ops + lanes, terms.work + regressor_warp.LANES * lanes), dims, options)

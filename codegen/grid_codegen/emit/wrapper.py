@@ -83,18 +83,30 @@ def _algorithm_entry(build: AlgorithmBuild, index: int, dims: Dims, dispatch: Se
             f"{len(dispatch)}, {{{', '.join(thresholds)}}}, {{{', '.join(chosen)}}}}}")
 
 
+UNIT_WEIGHT = "// Compile weight: "
+"""The prefix of a unit's third line, its weight (`emit_unit`)."""
+
+
 def unit_file(algorithm: str) -> str:
     """The translation unit holding the kernels of `algorithm` (`generate(units=True)`)."""
     return f"unit_{algorithm}.cu"
 
 
-def emit_unit(model: RobotModel, options: CodegenOptions, build: AlgorithmBuild) -> str:
+def emit_unit(model: RobotModel, options: CodegenOptions, build: AlgorithmBuild,
+              sections: Sequence[str] = (), weight: int = 0) -> str:
     """The text of one algorithm's translation unit: its variants instantiated for the
-    artifact's scalar, behind plain functions the wrapper calls."""
+    artifact's scalar, behind plain functions the wrapper calls. `sections`: the parts of
+    the header it reads (`emit.unit_sections`; none: all of it); `weight`: the lines of
+    it that the unit compiles (the split build starts the heaviest first)."""
     w = Writer()
     w.line(f"// {unit_file(build.algorithm.name)}: the kernels of "
            f"`{build.algorithm.name}` for robot '{comment_text(model.name)}'.")
     w.line("// Generated; do not edit. Compiled on its own, in parallel with the others.")
+    w.line(f"{UNIT_WEIGHT}{weight}")
+    if sections:
+        w.line("#define GRID_UNIT 1  // read only these sections of grid.cuh:")
+        for section in sections:
+            w.line(f"#define GRID_NEED_{section} 1")
     w.line('#include "grid.cuh"')
     w.line()
     _emit_unit_functions(w, options, [build])

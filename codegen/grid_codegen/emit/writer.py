@@ -73,10 +73,15 @@ class Writer:
         yield
         self.line(f"}}  // namespace {name}" if name else "}  // namespace")
 
-    def extend(self, other: Writer) -> None:
-        """Append another writer's lines at this writer's current depth."""
-        for text in other._lines:
+    def extend(self, other: Writer, start: int = 0, end: int | None = None) -> None:
+        """Append another writer's lines (those from `start` to `end`) at this writer's
+        current depth."""
+        for text in other._lines[start:end]:
             self._lines.append(self._indent * self._depth + text if text else "")
+
+    def __len__(self) -> int:
+        """The number of lines written."""
+        return len(self._lines)
 
     @contextmanager
     def indented(self) -> Iterator[None]:

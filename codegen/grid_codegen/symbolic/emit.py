@@ -103,11 +103,13 @@ class PassLibrary:
 
     segment_ops: int = SEGMENT_OPS
     passes: dict[str, _Pass] = field(default_factory=dict)
+    touched: list[str] = field(default_factory=list)
+    """The passes called, in call order, one entry per call (`emit.unit_sections`)."""
     _by_signature: dict[str, str] = field(default_factory=dict)
 
     def emit(self, w: Writer) -> None:
         for p in self.passes.values():
-            _emit_pass(w, p)
+            emit_pass(w, p)
 
     def checkpoint(self) -> tuple[int, int]:
         return len(self.passes), len(self._by_signature)
@@ -121,7 +123,7 @@ class PassLibrary:
             del self._by_signature[key]
 
 
-def _emit_pass(w: Writer, p: _Pass) -> None:
+def emit_pass(w: Writer, p: _Pass) -> None:
     params = ", ".join(decl for decl, _ in p.params)
     args = ", ".join(name for _, name in p.params)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(p.ops.items()))
@@ -277,6 +279,7 @@ class ItemBuilder:
             self.library.passes[emitted] = _Pass(emitted, doc, params, segments, scratch, ops)
             self.library._by_signature[signature] = emitted
         self.calls.append(_Call(emitted, ", ".join(n for _, n in params)))
+        self.library.touched.append(emitted)
         self.total_ops += sum(ops.values())
         if is_out:
             return output
@@ -294,6 +297,7 @@ class ItemBuilder:
             self.library.passes[name] = _Pass(name, doc, list(params), [body], 0,
                                               {"loop ops": ops})
         self.calls.append(_Call(name, ", ".join(n for _, n in params)))
+        self.library.touched.append(name)
         self.total_ops += ops
 
     def emit_item_function(self, w: Writer, name: str, doc: str,
