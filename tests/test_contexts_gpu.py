@@ -137,6 +137,8 @@ def test_gpu_a_closed_contexts_captured_memory_is_kept(gpu, ref):
     the runtime: after the context closes, its replay must not touch freed memory (the
     context's state is kept), and it keeps computing what it computed."""
     torch = pytest.importorskip("torch")
+    import grid_rbd.torch  # the submodule, whatever other tests imported before
+
     view = grid_rbd.torch.TorchRobotHandle(gpu.context())
     s = random_states(ref.model, 8, seed=3)
     q, qd, u = (torch.as_tensor(x, dtype=torch.float32, device="cuda")
