@@ -78,8 +78,14 @@ def test_sections_are_off_where_later_text_calls_into_them():
                      units=True, device_api=True)
     assert "GRID_NEED_" not in files["unit_crba.cu"]
     assert "defined(GRID_UNIT)" not in files["grid.cuh"]
-    single = generate(model, CodegenOptions(dtype="float64", algorithms=("core",)))
-    assert "defined(GRID_UNIT)" not in single["grid.cuh"]
+
+
+def test_the_header_is_the_same_with_and_without_units(iiwa14_units):
+    _, files = iiwa14_units
+    model = parse_urdf(ROBOTS["iiwa14"].path)
+    single = generate(model, CodegenOptions(dtype="float64"))
+    assert "defined(GRID_UNIT)" in single["grid.cuh"]
+    assert single["grid.cuh"] == files["grid.cuh"]
 
 
 def test_the_heaviest_unit_starts_first(iiwa14_units, tmp_path):

@@ -71,9 +71,10 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     thread_items = Writer()
     kernels = Writer()
     # Units read only their sections of the header, unless text after the kernels calls
-    # into them (the device API, the collision profile): emit.unit_sections.
-    sections = UnitSections(library, thread_items, kernels, enabled=(
-        (units or split_dir is not None) and not device_api and collision is None))
+    # into them (the device API, the collision profile): emit.unit_sections. The header is
+    # the same with and without units (a build of all of it reads every section).
+    sections = UnitSections(library, thread_items, kernels,
+                            enabled=not device_api and collision is None)
     builds: list[AlgorithmBuild] = []
     for name in options.algorithms:
         with sections.section(name):
