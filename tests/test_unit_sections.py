@@ -72,12 +72,14 @@ def test_every_pass_a_unit_calls_is_defined_in_it(iiwa14_units):
         assert called and called <= defined, (name, sorted(called - defined)[:5])
 
 
-def test_sections_are_off_where_later_text_calls_into_them():
+def test_units_leave_out_the_device_api(tmp_path):
     model = parse_urdf(ROBOTS["iiwa14"].path)
-    files = generate(model, CodegenOptions(dtype="float64", algorithms=("core",)),
+    files = generate(model, CodegenOptions(dtype="float64", algorithms=("crba", "aba")),
                      units=True, device_api=True)
-    assert "GRID_NEED_" not in files["unit_crba.cu"]
-    assert "defined(GRID_UNIT)" not in files["grid.cuh"]
+    _write(files, tmp_path)
+    assert "namespace device" in _preprocessed(tmp_path, "wrapper.cu")
+    unit = _preprocessed(tmp_path, "unit_crba.cu")
+    assert "namespace device" not in unit and re.search(r"\blaunch_crba_thread\b", unit)
 
 
 def test_the_header_is_the_same_with_and_without_units(iiwa14_units):

@@ -70,11 +70,10 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     library = PassLibrary()
     thread_items = Writer()
     kernels = Writer()
-    # Units read only their sections of the header, unless text after the kernels calls
-    # into them (the device API, the collision profile): emit.unit_sections. The header is
-    # the same with and without units (a build of all of it reads every section).
-    sections = UnitSections(library, thread_items, kernels,
-                            enabled=not device_api and collision is None)
+    # Units read only their sections of the header, unless the collision profile's text
+    # calls into them: emit.unit_sections. The header is the same in every case (a build
+    # of all of it reads every section); the device API is left out of every unit.
+    sections = UnitSections(library, thread_items, kernels, partial=collision is None)
     builds: list[AlgorithmBuild] = []
     for name in options.algorithms:
         with sections.section(name):
@@ -160,8 +159,10 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
         from grid_codegen.emit.device_api import emit_device_api
 
         built = [(b.algorithm.name, tuple(v.strategy for v in b.variants)) for b in builds]
+        w.raw("#if !defined(GRID_UNIT)  // a split build's units leave out the device API")
         emit_device_api(w, model, options, dims, ee_frames, built, tuple(contact_frames),
                         collision)
+        w.raw("#endif  // !defined(GRID_UNIT)")
     header = w.text()
     files = {"grid.cuh": header, "wrapper.cu": emit_wrapper(model, options, dims, builds,
                                                            units, jd)}

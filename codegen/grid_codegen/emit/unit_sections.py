@@ -11,13 +11,15 @@ traced pass, each algorithm's item functions and each algorithm's kernels in a *
 
 and an algorithm's unit defines `GRID_UNIT` and the sections it needs: its algorithm's
 items and kernels, the passes they call, and the items (and their passes) of every
-algorithm whose items its kernels call (the FD gradient's rows variant calls the FD VJP's). A build that reads the whole
-header (the single-file build, the wrapper of a split one) defines no `GRID_UNIT`.
+algorithm whose items its kernels call (the FD gradient's rows variant calls the FD VJP's).
+A build that reads the whole header (the single-file build, the wrapper of a split one)
+defines no `GRID_UNIT`.
 
 What is written outside an algorithm's section (and every pass called from there) stays
-outside every section: read by every unit, as before. Builds whose header has text after
-the kernels that calls into the sections (the consumer device API, the collision
-profile's tables and items) are not sectioned at all.
+outside every section: read by every unit, as before. The consumer device API, appended
+after the kernels, is left out of every unit (`generate`). Builds of the collision
+profile, whose tables and items call into the sections, keep them, but their units read
+all of the header.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ class UnitSections:
     library: PassLibrary
     items: Writer
     kernels: Writer
-    enabled: bool = True
+    partial: bool = True
+    """Whether units read only their sections (else every unit reads all the header)."""
     _ranges: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     _passes: dict[str, set[str]] = field(default_factory=dict)
     _calls: dict[str, set[str]] = field(default_factory=dict)
@@ -70,7 +73,7 @@ class UnitSections:
 
     def needs(self, algorithm: str) -> list[str]:
         """The sections `algorithm`'s unit reads, sorted (empty when not sectioned)."""
-        if not self.enabled:
+        if not self.partial:
             return []
         needed = {f"kernels_{algorithm}"}
         todo, seen = [algorithm], set()
@@ -97,9 +100,9 @@ class UnitSections:
         return {p for p, flag in zip(self.library.touched, inside, strict=True) if not flag}
 
     def emit_passes(self, w: Writer) -> None:
-        shared = self._shared_passes() if self.enabled else set()
+        shared = self._shared_passes()
         for p in self.library.passes.values():
-            sectioned = self.enabled and p.name not in shared
+            sectioned = p.name not in shared
             if sectioned:
                 w.raw(f"#if {guard('pass_' + p.name)}")
             start = len(w)
@@ -115,9 +118,6 @@ class UnitSections:
         self._emit_writer(w, "kernels", self.kernels)
 
     def _emit_writer(self, w: Writer, kind: str, source: Writer) -> None:
-        if not self.enabled:
-            w.extend(source)
-            return
         owner: list[str | None] = [None] * len(source)
         for algorithm, ranges in self._ranges.items():
             for k, start, end in ranges:
