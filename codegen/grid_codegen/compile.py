@@ -285,8 +285,10 @@ def unit_weight(path: Path) -> int:
             head = [f.readline(200) for _ in range(3)]
     except OSError:
         return 0
-    value = head[2].strip().removeprefix(UNIT_WEIGHT.strip()).strip()
-    return int(value) if head[2].startswith(UNIT_WEIGHT) and value.isdigit() else 0
+    if not head[2].startswith(UNIT_WEIGHT):
+        return 0
+    value = head[2][len(UNIT_WEIGHT):].strip()
+    return int(value) if value.isascii() and value.isdigit() else 0
 
 
 def compile_units(cmd: list[str], sources: Sequence[str], cwd: str | os.PathLike | None,

@@ -329,20 +329,22 @@ def emit_level_variant(w: Writer, algorithm: Algorithm, dims: Dims, strategy: st
     `joint_table`, `transform_table`: the sizes of the runtime joint-dynamics and
     transform tables, 0 for none)."""
     name = f"{algorithm.name}_{strategy}"
+    # Both run an item per block; a warp kernel's block is one warp (WARP_MAX_BLOCK's
+    # note), whatever width in [32, bound] the launch asks.
     if strategy == "block":
-        default, bound, per_block = block_threads, BLOCK_MAX_BLOCK, 1
-        loop, scratch, sync = "GRID_BLOCK_ITEM_LOOP", "GRID_BLOCK_SCRATCH", "GRID_SYNC()"
-    else:  # one warp per block (WARP_MAX_BLOCK's note): the block loop and scratch
-        default, bound, per_block = 32, WARP_MAX_BLOCK, 1
-        loop, scratch, sync = "GRID_BLOCK_ITEM_LOOP", "GRID_BLOCK_SCRATCH", "GRID_WARP_SYNC()"
+        default, bound, per_block, sync = block_threads, BLOCK_MAX_BLOCK, 1, "GRID_SYNC()"
+        launch_bound, width = bound, "threads"
+    else:
+        default, bound, per_block, sync = 32, WARP_MAX_BLOCK, 1, "GRID_WARP_SYNC()"
+        launch_bound, width = 32, "32"
     w.doc(f"Kernel of `{algorithm.name}` ({strategy} strategy): one item per "
           f"{'thread block' if strategy == 'block' else 'warp'}.")
     w.line("template <typename T>")
-    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({bound if strategy == 'block' else 32}) "
+    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({launch_bound}) "
                  f"{name}_kernel(const Args<T> args)"):
         w.line("const int batch = args.batch;")
-        with w.block(f"{loop}(item, batch)"):
-            w.line(f"{scratch}(T, s, {scratch_size});")
+        with w.block("GRID_BLOCK_ITEM_LOOP(item, batch)"):
+            w.line(f"GRID_BLOCK_SCRATCH(T, s, {scratch_size});")
             w.line(f"{item}<T>(s, args, item);")
             w.line(f"{sync};  // the next item reuses the scratch")
     w.line()
@@ -359,7 +361,6 @@ def emit_level_variant(w: Writer, algorithm: Algorithm, dims: Dims, strategy: st
         w.line("const size_t shared = sizeof(T) * " + scratch_size + ";")
         w.line("int blocks = args.batch;")
         w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
-        width = "threads" if strategy == "block" else "32"  # warp: accepted, one warp runs
         w.line(f"{name}_kernel<T><<<blocks, {width}, shared, stream>>>(args);")
         w.line("return launch_status();")
         w.line("#else")

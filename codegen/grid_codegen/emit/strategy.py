@@ -61,7 +61,6 @@ class Strategy:
         raise NotImplementedError
 
 
-
 class BlockStrategy(Strategy):
     name = "block"
 

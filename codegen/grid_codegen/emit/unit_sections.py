@@ -57,12 +57,12 @@ class UnitSections:
     def section(self, algorithm: str) -> Iterator[None]:
         """What is written to the items and kernels writers inside is `algorithm`'s, and
         so is every pass it calls (several `with` blocks of one algorithm add up)."""
-        starts = len(self.items), len(self.kernels)
+        starts = self.items.line_count(), self.kernels.line_count()
         touched = len(self.library.touched)
         yield
         ranges = self._ranges.setdefault(algorithm, [])
-        ranges.append(("items", starts[0], len(self.items)))
-        ranges.append(("kernels", starts[1], len(self.kernels)))
+        ranges.append(("items", starts[0], self.items.line_count()))
+        ranges.append(("kernels", starts[1], self.kernels.line_count()))
         end = len(self.library.touched)
         self._passes.setdefault(algorithm, set()).update(self.library.touched[touched:end])
         self._touched_inside.append((touched, end))
@@ -105,9 +105,9 @@ class UnitSections:
             sectioned = p.name not in shared
             if sectioned:
                 w.raw(f"#if {guard('pass_' + p.name)}")
-            start = len(w)
+            start = w.line_count()
             emit_pass(w, p)
-            self._lines[f"pass_{p.name}"] = len(w) - start
+            self._lines[f"pass_{p.name}"] = w.line_count() - start
             if sectioned:
                 w.raw("#endif")
 
@@ -118,7 +118,7 @@ class UnitSections:
         self._emit_writer(w, "kernels", self.kernels)
 
     def _emit_writer(self, w: Writer, kind: str, source: Writer) -> None:
-        owner: list[str | None] = [None] * len(source)
+        owner: list[str | None] = [None] * source.line_count()
         for algorithm, ranges in self._ranges.items():
             for k, start, end in ranges:
                 if k == kind:

@@ -79,8 +79,8 @@ class Writer:
         for text in other._lines[start:end]:
             self._lines.append(self._indent * self._depth + text if text else "")
 
-    def __len__(self) -> int:
-        """The number of lines written."""
+    def line_count(self) -> int:
+        """The number of lines written (not `__len__`: an empty writer stays truthy)."""
         return len(self._lines)
 
     @contextmanager

@@ -38,9 +38,6 @@
 #define GRID_LANE_LOOP(i, n) for (int i = (int)(threadIdx.x & 31); i < (n); i += 32)
 #define GRID_LANE0 if ((threadIdx.x & 31) == 0)
 #define GRID_WARP_SYNC() __syncwarp()
-#define GRID_WARP_ITEM_LOOP(item, batch) \
-  for (int item = (int)(blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)); \
-       item < (batch); item += (int)(gridDim.x * (blockDim.x >> 5)))
 #define GRID_WARP_SCRATCH(T, s, n) \
   extern __shared__ __align__(16) unsigned char grid_smem[]; \
   T* s = reinterpret_cast<T*>(grid_smem) + (size_t)(threadIdx.x >> 5) * (n)
@@ -76,7 +73,6 @@ typedef cudaStream_t grid_stream_t;
 #endif
 #define GRID_BLOCK_ITEM_LOOP(item, batch) GRID_OMP_FOR for (int item = 0; item < (batch); ++item)
 #define GRID_BLOCK_SCRATCH(T, s, n) alignas(16) T s[n]
-#define GRID_WARP_ITEM_LOOP(item, batch) GRID_BLOCK_ITEM_LOOP(item, batch)
 #define GRID_WARP_SCRATCH(T, s, n) GRID_BLOCK_SCRATCH(T, s, n)
 #define GRID_THREAD_ITEM_LOOP(item, batch) GRID_BLOCK_ITEM_LOOP(item, batch)
 #define GRID_LAUNCH(kernel, grid, block, smem, stream, ...) kernel(__VA_ARGS__)
