@@ -1,8 +1,8 @@
 """Forward dynamics through the mass matrix: `qdd = M^-1 (u - c)`.
 
 The bias `c = ID(q, qd, 0, f_ext)` (RNEA without acceleration) is written straight into
-the last column of the augmented system `[M | u - c]`, M comes from the CRBA passes, and
-a Gauss-Jordan solve leaves `qdd` in that column.
+the last column of the augmented system `[M | u - c]`, M comes from the CRBA passes, is
+factored along the tree (`grid_codegen.emit.tree_ldlt`), and one lane solves for `qdd`.
 
 Algorithm `forward_dynamics`: inputs q (nq), qd (nv), u (nv), f_ext (6 nb, optional);
 output qdd (nv).
@@ -14,9 +14,9 @@ from grid_codegen.emit.algorithm import AlgorithmSpec, EmitContext, Port, emit_l
 from grid_codegen.emit.crba import add_crba_buffers, add_kinematic_buffers, emit_crba_passes
 from grid_codegen.emit.kinematics import emit_joint_transforms
 from grid_codegen.emit.layout import Layout
-from grid_codegen.emit.minv import emit_gauss_jordan_solve
 from grid_codegen.emit.passive import emit_passive_torque
 from grid_codegen.emit.rnea import add_rnea_buffers, emit_rnea_passes
+from grid_codegen.emit.tree_ldlt import emit_tree_ldlt, emit_tree_ldlt_solve
 from grid_codegen.emit.writer import Writer
 
 
@@ -31,7 +31,7 @@ def forward_dynamics(ctx: EmitContext) -> AlgorithmSpec:
     add_rnea_buffers(ctx, L)
     add_crba_buffers(ctx, L)
     A = L.add("A", width, nv, doc="augmented system [M | u - c], row-major")
-    col = L.add("col", nv, doc="pivot column of the elimination")
+    dinv = L.add("dinv", nv, doc="D^-1 of M's factor")
     ports = (Port("q", model.nq), Port("qd", nv), Port("u", nv),
              Port("f_ext", 6 * model.nb, False))
 
@@ -45,9 +45,10 @@ def forward_dynamics(ctx: EmitContext) -> AlgorithmSpec:
             w.line(f"T* rhs = &{A[f'i * {width} + {nv}']};")
             w.line(f"*rhs = {L['u']['i']} - *rhs;")
         ctx.strategy.barrier(w)
-        emit_gauss_jordan_solve(ctx, w, A, nv, width, col)
-        with ctx.strategy.parallel(w, "i", nv):
-            w.line(f"out[i] = {A[f'i * {width} + {nv}']};")
+        emit_tree_ldlt(ctx, w, A, nv, width, dinv)
+        with ctx.strategy.single(w):
+            emit_tree_ldlt_solve(ctx, w, A, nv, width, dinv,
+                                 lambda r: A[r * width + nv], lambda r, v: f"out[{r}] = {v};")
         ctx.strategy.barrier(w)
 
     return AlgorithmSpec(

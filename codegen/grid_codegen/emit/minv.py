@@ -1,10 +1,10 @@
-"""The inverse mass matrix, and the dense solves the dynamics share.
+"""The inverse mass matrix of the level strategies.
 
-`minv` builds M with the CRBA passes and inverts it in place by Gauss-Jordan
-elimination without pivoting (stable for symmetric positive-definite M). Each pivot step
-is three block-wide phases: save the pivot column, scale the pivot row, eliminate every
-other row; a barrier separates them. The result is symmetrised, `(A + A^T) / 2`, so the
-returned inverse is exactly symmetric.
+`minv` builds M with the CRBA passes and factors it as `L^T D L` along the tree
+(`grid_codegen.emit.tree_ldlt`). Lane j then solves for column j of M^-1 in registers and
+keeps its entries below the diagonal, in the free upper triangle of M (row j) and the
+diagonal beside it; the output reads each entry from the lane that owns its lower
+triangle, so M^-1 is exactly symmetric.
 
 Algorithm `minv`: input q (nq); output M^-1 (nv, nv), full and symmetric.
 """
@@ -14,52 +14,9 @@ from __future__ import annotations
 from grid_codegen.emit.algorithm import AlgorithmSpec, EmitContext, Port, emit_load
 from grid_codegen.emit.crba import add_crba_buffers, add_kinematic_buffers, emit_crba_passes
 from grid_codegen.emit.kinematics import emit_joint_transforms
-from grid_codegen.emit.layout import Buffer, Layout
+from grid_codegen.emit.layout import Layout
+from grid_codegen.emit.tree_ldlt import emit_tree_ldlt, emit_tree_ldlt_solve
 from grid_codegen.emit.writer import Writer
-
-
-def emit_gauss_jordan_inverse(ctx: EmitContext, w: Writer, A: Buffer, n: int,
-                              col: Buffer) -> None:
-    """Invert the SPD `A` (n x n, row-major) in place; `col` holds n scalars."""
-    s = ctx.strategy
-    s.note_width(n * n)
-    with w.block(f"for (int p = 0; p < {n}; ++p)"):
-        with s.parallel(w, "i", n):
-            w.line(f"{col['i']} = {A[f'i * {n} + p']};")
-        s.barrier(w)
-        with s.parallel(w, "j", n):
-            w.line(f"T* a = &{A[f'p * {n} + j']};")
-            w.line(f"*a = (j == p ? T(1) : *a) / {col['p']};")
-        s.barrier(w)
-        with s.parallel(w, "e", n * n):
-            w.line(f"const int i = e / {n};")
-            w.line(f"const int j = e % {n};")
-            with w.block("if (i != p)"):
-                w.line(f"T* a = &{A['e']};")
-                w.line(f"*a = (j == p ? T(0) : *a) - {col['i']} * {A[f'p * {n} + j']};")
-        s.barrier(w)
-
-
-def emit_gauss_jordan_solve(ctx: EmitContext, w: Writer, A: Buffer, n: int, width: int,
-                            col: Buffer) -> None:
-    """Solve in place `[M | B]` (n x width, row-major; M SPD in the first n columns):
-    afterwards columns n..width-1 hold `M^-1 B`."""
-    s = ctx.strategy
-    s.note_width(n * (width - 1))
-    with w.block(f"for (int p = 0; p < {n}; ++p)"):
-        w.line(f"const int rest = {width - 1} - p;  // columns right of the pivot")
-        with s.parallel(w, "i", n):
-            w.line(f"{col['i']} = {A[f'i * {width} + p']};")
-        s.barrier(w)
-        with s.parallel(w, "j", "rest"):
-            w.line(f"{A[f'p * {width} + p + 1 + j']} /= {col['p']};")
-        s.barrier(w)
-        with s.parallel(w, "e", f"{n} * rest"):
-            w.line("const int i = e / rest;")
-            w.line("const int j = p + 1 + e % rest;")
-            with w.block("if (i != p)"):
-                w.line(f"{A[f'i * {width} + j']} -= {col['i']} * {A[f'p * {width} + j']};")
-        s.barrier(w)
 
 
 def minv(ctx: EmitContext) -> AlgorithmSpec:
@@ -67,20 +24,31 @@ def minv(ctx: EmitContext) -> AlgorithmSpec:
     L = Layout("minv")
     add_kinematic_buffers(ctx, L)
     add_crba_buffers(ctx, L)
-    M = L.add("M", nv, nv, doc="mass matrix, inverted in place")
-    col = L.add("col", nv, doc="pivot column of the elimination")
+    M = L.add("M", nv, nv, doc="mass matrix; its factor below, M^-1 above the diagonal")
+    dinv = L.add("dinv", nv, doc="D^-1 of the factor")
+    diag = L.add("diag", nv, doc="diagonal of M^-1")
     port_q = Port("q", ctx.model.nq)
 
     def body(w: Writer) -> None:
         emit_load(ctx, w, [(L["q"], port_q)])
         emit_joint_transforms(ctx, w, L["q"], L["X"])
         emit_crba_passes(ctx, w, L, M, nv)
-        emit_gauss_jordan_inverse(ctx, w, M, nv, col)
-        with ctx.strategy.parallel(w, "e", nv * nv):
+        emit_tree_ldlt(ctx, w, M, nv, nv, dinv)
+        s = ctx.strategy
+        with s.parallel(w, "j", nv):
+            def keep(r: int, value: str) -> str:
+                return (f"if (j < {r}) {M[f'j * {nv} + {r}']} = {value}; "
+                        f"else if (j == {r}) {diag['j']} = {value};")
+
+            emit_tree_ldlt_solve(ctx, w, M, nv, nv, dinv,
+                                 lambda r: f"(j == {r} ? T(1) : T(0))", keep)
+        s.barrier(w)
+        with s.parallel(w, "e", nv * nv):
             w.line(f"const int i = e / {nv};")
             w.line(f"const int j = e % {nv};")
-            w.line(f"out[e] = T(0.5) * ({M[f'i * {nv} + j']} + {M[f'j * {nv} + i']});")
-        ctx.strategy.barrier(w)
+            w.line(f"out[e] = i < j ? {M[f'i * {nv} + j']} : "
+                   f"(i > j ? {M[f'j * {nv} + i']} : {diag['i']});")
+        s.barrier(w)
 
     return AlgorithmSpec(
         name="minv", doc="The inverse mass matrix M(q)^-1: out (nv x nv), symmetric.",

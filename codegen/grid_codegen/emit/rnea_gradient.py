@@ -24,9 +24,9 @@ from grid_codegen.emit.crba import add_crba_buffers, add_kinematic_buffers, emit
 from grid_codegen.emit.joints import emit_subspace_add, subspace_transpose_times
 from grid_codegen.emit.kinematics import emit_joint_transforms
 from grid_codegen.emit.layout import Layout
-from grid_codegen.emit.minv import emit_gauss_jordan_inverse
 from grid_codegen.emit.passive import emit_passive_slope, emit_passive_torque
 from grid_codegen.emit.rnea import add_rnea_buffers, emit_rnea_passes
+from grid_codegen.emit.tree_ldlt import emit_tree_ldlt, emit_tree_ldlt_solve
 from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.model import Joint, JointType
 
@@ -198,8 +198,8 @@ def forward_dynamics_gradient(ctx: EmitContext) -> AlgorithmSpec:
     L = _rnea_layout(ctx, "forward_dynamics_gradient", "u")
     add_crba_buffers(ctx, L)
     c, qdd = L.add("c", nv, doc="bias forces, then ID at qdd"), L.add("qdd", nv, doc="FD")
-    M = L.add("M", nv, nv, doc="mass matrix, inverted in place")
-    col = L.add("col", nv, doc="pivot column of the elimination")
+    M = L.add("M", nv, nv, doc="mass matrix, factored along the tree in place")
+    dinv = L.add("dinv", nv, doc="D^-1 of the factor")
     dID = L.add("dID", n2, nv, doc="dtau/d(q, qd) at qdd = FD, row-major")
     ports = (Port("q", model.nq), Port("qd", nv), Port("u", nv),
              Port("f_ext", 6 * model.nb, False))
@@ -211,23 +211,17 @@ def forward_dynamics_gradient(ctx: EmitContext) -> AlgorithmSpec:
         emit_joint_transforms(ctx, w, L["q"], L["X"])
         emit_rnea_passes(ctx, w, L, False, "in_f_ext", lambda k: c[k])
         emit_crba_passes(ctx, w, L, M, nv)
-        emit_gauss_jordan_inverse(ctx, w, M, nv, col)
-        with s.parallel(w, "i", nv):
-            w.line("T acc = T(0);")
-            w.line(f"for (int j = 0; j < {nv}; ++j) "
-                   f"acc += {M[f'i * {nv} + j']} * ({L['u']['j']} - {c['j']});")
-            w.line(f"{qdd['i']} = acc;")
+        emit_tree_ldlt(ctx, w, M, nv, nv, dinv)
+        with s.single(w):
+            emit_tree_ldlt_solve(ctx, w, M, nv, nv, dinv, lambda r: f"{L['u'][r]} - {c[r]}",
+                                 lambda r, v: f"{qdd[r]} = {v};")
         s.barrier(w)
         emit_rnea_passes(ctx, w, L, True, "in_f_ext", lambda k: c[k])
         emit_rnea_gradient_columns(ctx, w, L, lambda r: dID[f"{r * n2} + c"])
         emit_passive_slope(ctx, w, L["qd"], lambda r, c: dID[f"{r} * {n2} + {c}"])
-        with s.parallel(w, "e", nv * n2):
-            w.line(f"const int i = e / {n2};")
-            w.line(f"const int j = e % {n2};")
-            w.line("T acc = T(0);")
-            w.line(f"for (int k = 0; k < {nv}; ++k) "
-                   f"acc -= {M[f'i * {nv} + k']} * {dID[f'k * {n2} + j']};")
-            w.line("out[e] = acc;")
+        with s.parallel(w, "j", n2):  # column j of -M^-1 dID on one lane
+            emit_tree_ldlt_solve(ctx, w, M, nv, nv, dinv, lambda r: f"-{dID[f'{r * n2} + j']}",
+                                 lambda r, v: f"out[{r * n2} + j] = {v};")
         s.barrier(w)
 
     return AlgorithmSpec(
