@@ -57,9 +57,9 @@ def case(request):
     state.close()
 
 
-def _check(state, ref, algorithm, s, f_ext=False, gravity=-9.81, what=""):
+def _check(state, ref, algorithm, s, f_ext=False, gravity=-9.81, what="", variant=None):
     inputs, expected = reference_case(ref, algorithm, s, f_ext, gravity)
-    actual = state.call(algorithm, *inputs, gravity=gravity)
+    actual = state.call(algorithm, *inputs, gravity=gravity, variant=variant)
     tol = tolerance(state.artifact.dtype, algorithm, ref, s.q)
     assert_scaled_close(actual, expected, tol, f"{algorithm}{what} ({state.artifact.dtype})")
     return actual
@@ -189,6 +189,10 @@ def test_runtime_inertia_table():
                                       for b in modified.model.bodies]))
     for algorithm in dynamics:
         _check(state, modified, algorithm, s, f_ext=algorithm in WITH_FEXT, what=" modified")
+        # Every variant reads the table: the level strategies' composite inertias too.
+        for variant in artifact.algorithms[algorithm].variants:
+            _check(state, modified, algorithm, s, f_ext=algorithm in WITH_FEXT,
+                   what=f" modified ({variant})", variant=variant)
     other = artifact.state()  # a fresh state starts from the URDF's table again
     _check(other, ref, "inverse_dynamics", s)
     other.close()
