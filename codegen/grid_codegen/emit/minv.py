@@ -29,17 +29,17 @@ def minv(ctx: EmitContext) -> AlgorithmSpec:
     diag = L.add("diag", nv, doc="diagonal of M^-1")
     port_q = Port("q", ctx.model.nq)
 
+    def keep(r: int, value: str) -> str:  # x_j[r] of lane j, kept where its owner reads
+        return (f"if (j < {r}) {M[f'j * {nv} + {r}']} = {value}; "
+                f"else if (j == {r}) {diag['j']} = {value};")
+
     def body(w: Writer) -> None:
         emit_load(ctx, w, [(L["q"], port_q)])
         emit_joint_transforms(ctx, w, L["q"], L["X"])
         emit_crba_passes(ctx, w, L, M, nv)
         emit_tree_ldlt(ctx, w, M, nv, nv, dinv)
         s = ctx.strategy
-        with s.parallel(w, "j", nv):
-            def keep(r: int, value: str) -> str:
-                return (f"if (j < {r}) {M[f'j * {nv} + {r}']} = {value}; "
-                        f"else if (j == {r}) {diag['j']} = {value};")
-
+        with s.parallel(w, "j", nv):  # column j of M^-1 on lane j
             emit_tree_ldlt_solve(ctx, w, M, nv, nv, dinv,
                                  lambda r: f"(j == {r} ? T(1) : T(0))", keep)
         s.barrier(w)
