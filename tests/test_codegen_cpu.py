@@ -1,8 +1,8 @@
 """Layer 2: the generated CPU build against the float64 reference, every algorithm.
 
 Each (robot, dtype) artifact is generated and compiled once per session
-(`artifact_harness.build_cached`); float64 runs on every robot of the test set, float32
-on a fixed-base arm, a quadruped and the humanoid.
+(`artifact_harness.build_cached`); float64 and float32 both run on every robot of the
+test set.
 """
 
 from __future__ import annotations
