@@ -15,6 +15,8 @@ Algorithm `crba`: input q (nq); output M (nv, nv), full and symmetric.
 
 from __future__ import annotations
 
+import math
+
 from grid_codegen.emit.algorithm import AlgorithmSpec, EmitContext, Port, emit_load
 from grid_codegen.emit.joints import subspace_terms
 from grid_codegen.emit.kinematics import emit_joint_transforms
@@ -43,6 +45,8 @@ def emit_crba_passes(ctx: EmitContext, w: Writer, L: Layout, M: Buffer, stride: 
 def _table(w: Writer, kind: str, name: str, values: list) -> None:
     """A constant table of the tree, local to the item function (global memory read
     through the read-only cache on the GPU, where lanes index it apart)."""
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError(f"cannot emit the table {name}: it holds a non-finite value")
     w.line(f"static const {kind} {name}[{max(len(values), 1)}] = "
            f"{{{', '.join(repr(v) for v in values) or '0'}}};")
 
@@ -92,16 +96,15 @@ def _emit_columns(ctx: EmitContext, w: Writer, L: Layout, M: Buffer, stride: int
     time: g1's 35 columns)."""
     model = ctx.model
     X, Ic = L["X"], L["Ic"]
-    first = [0]
+    first = [joint.idx_v for joint in model.joints] + [model.nv]
     subspace: list[float] = []
     for joint in model.joints:
-        first.append(first[-1] + joint.nv)
         for terms in subspace_terms(joint):
             column = [0.0] * 6
             for r, c in terms:
                 column[r] = c
             subspace.extend(column)
-    body_of = [i for i, joint in enumerate(model.joints) for _ in range(joint.nv)]
+    body_of = [body for body, _ in ctx.dof_body()]
 
     def row(mirror: bool) -> None:  # M[r, k] = S_r^T F over the dofs r of body j
         with w.block("for (int r = crba_first_dof[j]; r < crba_first_dof[j + 1]; ++r)"):

@@ -38,11 +38,7 @@ from grid_codegen.model import RobotModel
 def dof_ancestors(model: RobotModel) -> list[tuple[int, ...]]:
     """For each dof, its ancestor dofs in ascending order: the earlier dofs of its own
     joint and every dof of the joints above it."""
-    first_dof = []
-    total = 0
-    for joint in model.joints:
-        first_dof.append(total)
-        total += joint.nv
+    first_dof = [joint.idx_v for joint in model.joints]
     out: list[tuple[int, ...]] = []
     for i, joint in enumerate(model.joints):
         above: list[int] = []
