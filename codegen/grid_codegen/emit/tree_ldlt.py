@@ -3,9 +3,10 @@
 The level strategies' M^-1, forward dynamics and forward-dynamics gradient solve with
 M. A kinematic tree makes M sparse: `M[i, j]` can be non-zero only when dof `i` is an
 ancestor of dof `j` or the reverse (a multi-dof joint's dofs form a chain, first to
-last). Eliminating from the last dof up to the root (RBDA, section 6.5: Featherstone's
-LTDL) keeps that pattern with no fill-in: `L` is unit lower triangular and `L[k, i]`
-is non-zero only for the ancestors `i` of `k`. Against Gauss-Jordan on the dense M
+last). Eliminating from the last dof up to the root (Featherstone's LTDL, RBDA
+chapter 6 on branch-induced sparsity) keeps that pattern with no fill-in: `L` is unit
+lower triangular and `L[k, i]` is non-zero only for the ancestors `i` of `k`. Against
+Gauss-Jordan on the dense M
 (three barriers per pivot, n^2 work in each) this is one barrier per dof and
 `depth(k)^2 / 2` work in it.
 
@@ -42,7 +43,7 @@ def dof_ancestors(model: RobotModel) -> list[tuple[int, ...]]:
     out: list[tuple[int, ...]] = []
     for i, joint in enumerate(model.joints):
         above: list[int] = []
-        for j in reversed(model.ancestors(i)):
+        for j in model.ancestors(i):
             if j != i:
                 above.extend(range(first_dof[j], first_dof[j] + model.joints[j].nv))
         for d in range(joint.nv):
