@@ -6,9 +6,8 @@ ancestor of dof `j` or the reverse (a multi-dof joint's dofs form a chain, first
 last). Eliminating from the last dof up to the root (Featherstone's LTDL, RBDA
 chapter 6 on branch-induced sparsity) keeps that pattern with no fill-in: `L` is unit
 lower triangular and `L[k, i]` is non-zero only for the ancestors `i` of `k`. Against
-Gauss-Jordan on the dense M
-(three barriers per pivot, n^2 work in each) this is one barrier per dof and
-`depth(k)^2 / 2` work in it.
+Gauss-Jordan on the dense M (three barriers per pivot, n^2 work in each) this is one
+barrier per dof and `depth(k)^2 / 2` work in it.
 
 * `emit_tree_ldlt`: in place on the lower triangle of M, one barrier per dof with
   ancestors. Step k subtracts the rank-one term of dof k from the rows of its
