@@ -10,7 +10,7 @@ import pytest
 from artifact_harness import load_model
 from support import ROBOTS, random_states
 
-from grid_codegen.emit.tree_ldlt import _nth_index, _runs, dof_ancestors
+from grid_codegen.emit.tree_ldlt import _nth_index, dof_ancestors, index_runs
 from grid_rbd.reference import ReferenceRobot
 
 TREE_ROBOTS = sorted(ROBOTS)  # every robot of the test set
@@ -81,7 +81,7 @@ def _evaluate(expr: str, a: int) -> int:
 @pytest.mark.parametrize("indices", [(0, 1, 2), (0, 1, 2, 3, 4, 5, 9, 10), (2, 5, 6, 9),
                                      (0, 3, 4, 7, 8, 11, 12, 13)])
 def test_lane_to_ancestor_index(indices):
-    runs = _runs(indices)
+    runs = index_runs(indices)
     assert sum(stop - start for start, stop in runs) == len(indices)
     expr = _nth_index(runs, "a")
     assert [_evaluate(expr, a) for a in range(len(indices))] == list(indices)

@@ -24,6 +24,7 @@ from grid_codegen.emit.joints import (
     placement_literal,
 )
 from grid_codegen.emit.layout import Buffer, Layout
+from grid_codegen.emit.tree_ldlt import index_runs
 from grid_codegen.emit.writer import Writer, comment_text
 from grid_codegen.model import Frame
 
@@ -111,13 +112,7 @@ def _dof_ranges(ctx: EmitContext, frame: Frame) -> list[tuple[int, int]]:
     dofs = sorted(k for j in ctx.model.ancestors(frame.body)
                   for k in range(ctx.model.joints[j].idx_v,
                                  ctx.model.joints[j].idx_v + ctx.model.joints[j].nv))
-    ranges: list[tuple[int, int]] = []
-    for k in dofs:
-        if ranges and ranges[-1][1] == k:
-            ranges[-1] = (ranges[-1][0], k + 1)
-        else:
-            ranges.append((k, k + 1))
-    return ranges
+    return index_runs(dofs)
 
 
 def end_effector_pose_gradient(ctx: EmitContext) -> AlgorithmSpec:

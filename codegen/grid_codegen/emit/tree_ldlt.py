@@ -54,7 +54,7 @@ def dof_ancestors(model: RobotModel) -> list[tuple[int, ...]]:
     return out
 
 
-def _runs(indices: tuple[int, ...]) -> list[tuple[int, int]]:
+def index_runs(indices: tuple[int, ...] | list[int]) -> list[tuple[int, int]]:
     """Ascending indices as half-open runs of consecutive ones."""
     runs: list[tuple[int, int]] = []
     for i in indices:
@@ -92,7 +92,7 @@ def emit_tree_ldlt(ctx: EmitContext, w: Writer, A: Buffer, n: int, stride: int,
         chain = ancestors[k]
         if not chain:
             continue
-        runs = _runs(chain)
+        runs = index_runs(chain)
         s.note_width(len(chain))
         w.comment(f"dof {k}: its {len(chain)} ancestors' rows")
         with w.block():
