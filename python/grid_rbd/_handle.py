@@ -24,6 +24,7 @@ import math
 import os
 import threading
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -494,10 +495,16 @@ def _widened(self: Any, run: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _make_method(method: Method, public_name: str, owner: str, array: Any,
-                 fast: bool = False) -> Any:
+                 fast: bool = False, fast_unless: Callable[[], bool] | None = None) -> Any:
     reshaped = bool(method.parts) or len(method.output) > 2
-    if fast:
-        name = method.name
+    name = method.name
+    if fast and fast_unless is not None:
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            result = None if fast_unless() else self._fast[name](args, kwargs)
+            if result is None:
+                result = self._run(method, args, kwargs)
+            return shape_result(method, result, self._dims) if reshaped else result
+    elif fast:
 
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             result = self._fast[name](args, kwargs)
@@ -534,15 +541,18 @@ def _make_method(method: Method, public_name: str, owner: str, array: Any,
 
 
 def install_methods(cls: type, array: Any = "np.ndarray",
-                    methods: tuple[Method, ...] = METHODS, fast: bool = False) -> None:
+                    methods: tuple[Method, ...] = METHODS, fast: bool = False,
+                    fast_unless: Callable[[], bool] | None = None) -> None:
     """Give `cls` one method per table entry and alias (shared with the JAX and torch
     handles, which supply their own `_run(method, args, kwargs)`); `array` annotates the
     inputs and the result in the signatures. `fast`: try `self._fast[name](args,
-    kwargs)` first (the numpy handle's C++ path) and fall back to `_run` when it returns
-    None."""
+    kwargs)` first (the numpy handle's and the torch extension's C++ paths) and fall back
+    to `_run` when it returns None; `fast_unless()`, when given, skips it (torch: while
+    torch.compile traces, which must see the custom ops)."""
     for method in methods:
         for public in (method.name, *method.aliases):
-            setattr(cls, public, _make_method(method, public, cls.__name__, array, fast))
+            setattr(cls, public, _make_method(method, public, cls.__name__, array, fast,
+                                              fast_unless))
 
 
 install_methods(RobotHandle, fast=True)

@@ -92,6 +92,40 @@ PyObject* DeviceLauncher::call(PyObject* const* args, size_t nargs) const {
   return run_group(*binding_, &call, 1);
 }
 
+int DeviceLauncher::launch(void* output, int64_t batch, double gravity, void* stream,
+                           const void* const* inputs, int32_t num_inputs) const {
+  if (num_inputs < 0 || num_inputs > GRID_MAX_INPUTS) {
+    PyErr_SetString(PyExc_ValueError, "too many launch inputs");
+    return -1;
+  }
+  if (!binding_->prepare_call()) return 1;  // closed: the caller's checked path says so
+  try {
+    DeviceCall call = plan_device_call(binding_->artifact()->library(), algorithm_id_, batch,
+                                       inputs, num_inputs, output);
+    call.gravity = gravity;
+    call.stream = stream;
+    PyObject* version = run_group(*binding_, &call, 1);
+    if (version == nullptr) return -1;
+    Py_DECREF(version);
+    return 0;
+  } catch (...) {
+    set_python_error(std::current_exception());
+    return -1;
+  }
+}
+
+extern "C" int grid_rbd_launcher_call(PyObject* launcher, void* output, int64_t batch,
+                                      double gravity, void* stream, const void* const* inputs,
+                                      int32_t num_inputs) {
+  PyTypeObject* type = fast_type<DeviceLauncher>();
+  if (launcher == nullptr || type == nullptr || Py_TYPE(launcher) != type) {
+    PyErr_SetString(PyExc_TypeError, "grid_rbd_launcher_call needs a _core.DeviceLauncher");
+    return -1;
+  }
+  const auto* object = reinterpret_cast<FastCallableObject<DeviceLauncher>*>(launcher);
+  return object->impl->launch(output, batch, gravity, stream, inputs, num_inputs);
+}
+
 DeviceGroupLauncher::DeviceGroupLauncher(std::shared_ptr<ContextBinding> binding,
                                          std::vector<int32_t> algorithm_ids)
     : binding_(std::move(binding)), algorithm_ids_(std::move(algorithm_ids)) {

@@ -436,6 +436,10 @@ PYBIND11_MODULE(_core, m) {
       "Address of the runtime's C bridge table (grid_rbd/bridge.h), for the JAX FFI "
       "handler.");
   m.attr("BRIDGE_VERSION") = GRID_RBD_BRIDGE_VERSION;
+  m.def(
+      "launcher_call_address",
+      []() { return reinterpret_cast<uintptr_t>(&grid_rbd::python::grid_rbd_launcher_call); },
+      "Address of grid_rbd_launcher_call (grid_rbd/bridge.h), for the torch extension.");
 
   m.def("load_artifact", &load_artifact, py::arg("path"),
         "Load a grid-rbd artifact .so (RuntimeError naming the path on failure).");

@@ -26,7 +26,8 @@ from grid_codegen.model import GRAVITY
 from grid_rbd._framework import FrameworkHandle, unsupported_q_gradient
 from grid_rbd._handle import RobotHandle, _core, bind_arguments, install_methods
 from grid_rbd._methods import BY_NAME, METHODS, Method, resolve
-from grid_rbd.torch import _autograd, _ops
+from grid_rbd._native_library import store_root_of
+from grid_rbd.torch import _autograd, _native, _ops
 from grid_rbd.torch._graph import GraphCallable
 
 _TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -91,9 +92,31 @@ class TorchRobotHandle(FrameworkHandle):
                                    ([self._ids[m.name]] if solve else []))
             for m in METHODS if m.differentiable and m.name in self._ids
             and m.gradient in self._ids for solve in (False, True)}
+        self._fast = self._native_methods()
         # The reverse-mode kernels: one launch per backward (no f_ext), stamp read once.
         self._vjps = {m.name: (m.vjp, group(base._binding, [self._ids[m.vjp]]))
                       for m in METHODS if m.vjp in self._ids and m.name in self._ids}
+
+    def _native_methods(self) -> dict[str, Any]:
+        """The torch extension's callable per method (`_native`), or callables that
+        decline every call where the extension is off or unavailable."""
+        module = _native.load(store_root_of(self._base.path))
+        raw_stream = _ops.RAW_STREAM if self._is_cuda else None
+        if module is None or (self._is_cuda and raw_stream is None):
+            return {name: _decline for name in self._specs}
+        address = _core().launcher_call_address()
+        bits = 64 if self._dtype is torch.float64 else 32
+        index = self._device_index if self._is_cuda else -1
+        return {name: module.fast_method(spec.launcher, address, spec.widths, spec.required,
+                                         spec.output, bits, index, self._max_batch,
+                                         spec.method.uses_gravity, GRAVITY, raw_stream)
+                for name, spec in self._specs.items()}
+
+    @property
+    def native(self) -> bool:
+        """Whether eager calls go through the torch extension (`GRID_RBD_TORCH_NATIVE`,
+        docs/torch.md); False: the Python path, with the same results."""
+        return any(fast is not _decline for fast in self._fast.values())
 
     def _require(self, method: Method) -> int:
         if torch.compiler.is_compiling():  # traced: the launch itself refuses a closed one
@@ -338,4 +361,9 @@ class TorchRobotHandle(FrameworkHandle):
         return GraphCallable(self, table.name, checked, gravity)
 
 
-install_methods(TorchRobotHandle, "torch.Tensor")
+def _decline(args: tuple, kwargs: dict[str, Any]) -> None:
+    return None  # no extension: every call takes the Python path
+
+
+install_methods(TorchRobotHandle, "torch.Tensor", fast=True,
+                fast_unless=torch.compiler.is_compiling)

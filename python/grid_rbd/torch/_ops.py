@@ -50,16 +50,17 @@ def _runner(key: int) -> Any:
     return handle
 
 
-_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+#: torch's current raw CUDA stream of a device index (None in a torch without CUDA).
+RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 def current_stream(device: torch.device) -> int:
     """The address of the current CUDA stream of `device`; 0 on the CPU."""
     if device.type != "cuda":
         return 0
-    if _RAW_STREAM is not None:  # the address without building a Stream object
+    if RAW_STREAM is not None:  # the address without building a Stream object
         index = device.index if device.index is not None else torch.cuda.current_device()
-        return int(_RAW_STREAM(index))
+        return int(RAW_STREAM(index))
     return int(torch.cuda.current_stream(device).cuda_stream)
 
 

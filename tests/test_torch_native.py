@@ -1,0 +1,208 @@
+"""The torch extension (grid_rbd/torch/native_call.cpp): eager calls in one C call.
+
+The extension is compiled at first use against the installed torch and takes a plain
+positional call; everything else it declines (returns None) to the Python path. Checked
+here: it is in use, what it takes gives the float64 reference's numbers (negated views,
+strided inputs, an integer or float gravity, omitted optional inputs, matrix outputs),
+what it declines still gives the right result or the precise error, the switch
+`GRID_RBD_TORCH_NATIVE=0` and a failed build both fall back to the Python path, and the
+library is kept in the store root like the JAX handler.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (requirements.lock)")
+pytest.importorskip("grid_rbd._core", reason="grid_rbd._core (the C++ runtime extension) "
+                    "is not built: run pip install -e . (tools/setup.sh)")
+
+from artifact_harness import reference_case  # noqa: E402
+from support import ROBOTS, assert_scaled_close, random_states  # noqa: E402
+
+import grid_rbd  # noqa: E402
+import grid_rbd.reference as reference  # noqa: E402
+from grid_codegen.options import DEFAULT_ALGORITHMS as ALGORITHMS  # noqa: E402
+from grid_rbd.torch import _native  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+TOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def arm(shared_store):
+    """iiwa14 in float64 with the options of test_torch_backend's (one build a session)."""
+    spec = ROBOTS["iiwa14"]
+    h = grid_rbd.register_robot("iiwa14-torch", urdf_path=spec.path, dtype="float64",
+                                runtime_inertia=True, max_batch_size=64,
+                                cache_dir=shared_store, backend="torch")
+    return h, reference.load(spec.path)
+
+
+class _Tagged(torch.Tensor):
+    """A subclass with torch's default __torch_function__: its calls are the Python
+    path's (the subclass may override what a call means)."""
+
+
+def _t(h, x):
+    return None if x is None else torch.as_tensor(np.ascontiguousarray(x), dtype=h.dtype,
+                                                   device=h.torch_device)
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def test_extension_is_built_in_the_store_and_used(arm, shared_store):
+    h, _ = arm
+    if not h.native:
+        pytest.fail(f"the torch extension is not in use: {_native.why_not()}")
+    path = Path(sys.modules[_native.MODULE].__file__)
+    assert path.name == _native.LIBRARY and path.parent.parent.name == "torch_native"
+    record = json.loads((path.parent / "integrity.json").read_text())
+    assert record["files"][_native.LIBRARY]["size"] == path.stat().st_size
+    assert path.stat().st_mode & 0o077 == 0, "the library is owner-only"
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_native_call_matches_reference(arm, algorithm):
+    """The extension itself (not the Python path) returns the reference's numbers."""
+    h, ref = arm
+    s = random_states(ref.model, 5, seed=11)
+    inputs, expected = reference_case(ref, algorithm, s, f_ext=algorithm != "crba")
+    tensors = tuple(_t(h, x) for x in inputs)
+    got = h._fast[algorithm](tensors, {})
+    assert got is not None, "the extension declined a plain call"
+    assert got.shape == (5, *h._output_shapes[algorithm])
+    method = getattr(h, algorithm)(*tensors)  # the public call: same numbers, its shape
+    assert torch.equal(method.reshape(got.shape), got)
+    assert_scaled_close(_np(method), expected, TOL, f"torch extension {algorithm}")
+
+
+def test_native_call_resolves_views_and_gravity(arm):
+    h, ref = arm
+    s = random_states(ref.model, 4, seed=5)
+    q, qd, qdd = (_t(h, x) for x in (s.q, s.qd, s.qdd))
+    expected = ref.inverse_dynamics(s.q, s.qd, s.qdd, None, -3.5)
+    fast = h._fast["inverse_dynamics"]
+    negated = torch._neg_view(-q)  # the same values through the negation bit
+    assert negated.is_neg()
+    strided = qd.t().contiguous().t()  # column-major: non-contiguous, the same values
+    assert not strided.is_contiguous()
+    for args in ((q, qd, qdd), (negated, strided, qdd), (q, qd, qdd, None)):
+        got = fast(args, {"gravity": -3.5})
+        assert got is not None
+        assert_scaled_close(_np(got), expected, TOL, "views")
+    whole = fast((q, qd, qdd), {"gravity": -3})  # an int gravity is a float
+    assert_scaled_close(_np(whole), ref.inverse_dynamics(s.q, s.qd, s.qdd, None, -3.0), TOL,
+                        "int gravity")
+    default = fast((q, qd, qdd), None)
+    assert_scaled_close(_np(default), ref.inverse_dynamics(s.q, s.qd, s.qdd), TOL, "default")
+    bias = fast((q, qd), {})  # qdd omitted: zero (the bias forces)
+    assert_scaled_close(_np(bias), ref.inverse_dynamics(s.q, s.qd, 0 * s.qdd), TOL, "bias")
+
+
+def test_native_call_declines_what_it_does_not_take(arm):
+    """Each of these returns None from the extension; the public call then gives the
+    right result or the precise error."""
+    h, ref = arm
+    s = random_states(ref.model, 3, seed=2)
+    q, qd, qdd = (_t(h, x) for x in (s.q, s.qd, s.qdd))
+    fast = h._fast["inverse_dynamics"]
+    expected = ref.inverse_dynamics(s.q, s.qd, s.qdd)
+    leaf = q.clone().requires_grad_(True)
+    declined = {
+        "single states": ((q[0], qd[0], qdd[0]), {}),
+        "float32 inputs": ((q.float(), qd.float(), qdd.float()), {}),
+        "an unknown keyword": ((q, qd, qdd), {"out": torch.empty(3, 7, dtype=h.dtype)}),
+        "a bool gravity": ((q, qd, qdd), {"gravity": True}),
+        "a tensor gravity": ((q, qd, qdd), {"gravity": torch.tensor(-9.81)}),
+        "a missing input": ((q,), {}),  # qd is required (qdd and f_ext are optional)
+        "a wrong width": ((q[:, :6], qd, qdd), {}),
+        "two batches": ((q, qd[:2], qdd), {}),
+        "batch 0": ((q[:0], qd[:0], qdd[:0]), {}),
+        "a tensor subclass": ((q.as_subclass(_Tagged), qd, qdd), {}),
+        "an input requiring grad": ((leaf, qd, qdd), {}),
+        "a list": (([q, qd, qdd]), {}),
+    }
+    for why, (args, kwargs) in declined.items():
+        assert fast(args if isinstance(args, tuple) else (args,), kwargs) is None, why
+    with torch.no_grad():  # no graph to record: the extension takes it
+        assert fast((leaf, qd, qdd), {}) is not None
+    parameter = torch.nn.Parameter(q, requires_grad=False)  # a plain tensor to torch's C++
+    assert_scaled_close(_np(fast((parameter, qd, qdd), {})), expected, TOL, "parameter")
+    big = torch.zeros(h.max_batch_size + 1, 7, dtype=h.dtype, device=h.torch_device)
+    assert fast((big, big, big), {}) is None
+    # The public calls behind the declines.
+    assert_scaled_close(_np(h.inverse_dynamics(q[0], qd[0], qdd[0])), expected[0], TOL, "1-D")
+    assert h.inverse_dynamics(q[:0], qd[:0], qdd[:0]).shape == (0, 7)
+    with pytest.raises(ValueError, match="has dtype torch.float32"):
+        h.inverse_dynamics(q.float(), qd.float(), qdd.float())
+    with pytest.raises(ValueError, match="max_batch_size"):
+        h.inverse_dynamics(big, big, big)
+    tau = h.inverse_dynamics(leaf, qd, qdd)
+    assert tau.requires_grad, "the autograd path took the call"
+    assert_scaled_close(_np(tau), expected, TOL, "autograd forward")
+
+
+def test_closed_context_is_refused_with_the_handles_error(arm):
+    h, ref = arm
+    view = h.context()
+    s = random_states(ref.model, 2, seed=1)
+    args = tuple(_t(h, x) for x in (s.q, s.qd, s.qdd))
+    assert view._fast["inverse_dynamics"](args, {}) is not None
+    view.close()
+    assert view._fast["inverse_dynamics"](args, {}) is None
+    with pytest.raises(RuntimeError, match="closed"):
+        view.inverse_dynamics(*args)
+
+
+def test_switch_and_failed_build_fall_back_to_the_python_path(arm, monkeypatch, capfd):
+    h, ref = arm
+    monkeypatch.setattr(_native, "_STATE", {})
+
+    def broken(cache_dir=None):
+        raise _native.native.NativeBuildError("compiling the torch extension failed (exit 1)")
+
+    monkeypatch.setattr(_native, "library_path", broken)
+    python_path = type(h)(h.numpy)
+    assert not python_path.native
+    assert "the torch extension is not available" in capfd.readouterr().err
+    assert "exit 1" in _native.why_not()
+    s = random_states(ref.model, 3, seed=9)
+    args = tuple(_t(h, x) for x in (s.q, s.qd, s.u))
+    assert_scaled_close(_np(python_path.forward_dynamics(*args)),
+                        ref.forward_dynamics(s.q, s.qd, s.u), TOL, "python path")
+    monkeypatch.setattr(_native, "_STATE", {})
+    monkeypatch.setenv(_native.SWITCH, "0")
+    assert not type(h)(h.numpy).native and "GRID_RBD_TORCH_NATIVE=0" in _native.why_not()
+
+
+def test_switch_off_in_a_fresh_process(arm, shared_store):
+    """`GRID_RBD_TORCH_NATIVE=0` in the environment: no build, the same numbers."""
+    script = (
+        "import numpy as np, torch, grid_rbd\n"
+        "from grid_rbd.torch import _native\n"
+        f"h = grid_rbd.register_robot('iiwa14-torch', urdf_path={str(ROBOTS['iiwa14'].path)!r},"
+        f" dtype='float64', runtime_inertia=True, max_batch_size=64,"
+        f" cache_dir={str(shared_store)!r}, backend='torch')\n"
+        "q = torch.linspace(-1, 1, 14, dtype=torch.float64).reshape(2, 7)\n"
+        "print(h.native, _native.why_not(), h.inverse_dynamics(q, q, q).flatten().tolist())\n")
+    env = {**os.environ, _native.SWITCH: "0",
+           "PYTHONPATH": os.pathsep.join([str(REPO / "codegen"), str(REPO / "python")])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    flag, why, values = done.stdout.split(" ", 2)
+    assert flag == "False" and why == f"{_native.SWITCH}=0"
+    h, ref = arm
+    q = np.linspace(-1, 1, 14).reshape(2, 7)
+    assert_scaled_close(np.array(json.loads(values)).reshape(2, 7),
+                        ref.inverse_dynamics(q, q, q), TOL, "switched off")
