@@ -1,4 +1,4 @@
-"""The torch extension (grid_rbd/torch/native_call.cpp): eager calls in one C call.
+"""The torch extension (grid_rbd/torch/native_call.cc): eager calls in one C call.
 
 The extension is compiled at first use against the installed torch and takes a plain
 positional call; everything else it declines (returns None) to the Python path. Checked

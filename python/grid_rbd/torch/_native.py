@@ -1,4 +1,4 @@
-"""The torch extension (native_call.cpp): a handle's eager call in one C call.
+"""The torch extension (native_call.cc): a handle's eager call in one C call.
 
 A torch call through Python costs its interpreter frames, the tensor checks and the
 output allocation, several times the launch itself at small batches. The extension does
@@ -27,7 +27,7 @@ import torch
 
 from grid_rbd import _native_library as native
 
-SOURCE = Path(__file__).with_name("native_call.cpp")
+SOURCE = Path(__file__).with_name("native_call.cc")
 LIBRARY = "grid_rbd_torch_native.so"
 MODULE = "grid_rbd_torch_native"
 KIND = native.NativeKind("torch_native", LIBRARY, "the torch extension", "grid-rbd-torch-")

@@ -56,7 +56,7 @@ typedef struct grid_rbd_bridge {
                           const void* stamp_expect, char* error, size_t error_size);
 } grid_rbd_bridge;
 
-/* The torch extension's entry (grid_rbd/torch/native_call.cpp), exported by the Python
+/* The torch extension's entry (grid_rbd/torch/native_call.cc), exported by the Python
    extension grid_rbd._core rather than by this table, since it takes Python objects:
      int grid_rbd_launcher_call(PyObject* launcher, void* output, int64_t batch,
                                 double gravity, void* stream, const void* const* inputs,

@@ -260,7 +260,7 @@ PyMethodDef module_methods[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "grid_rbd_torch_native",
-                          "grid_rbd's torch eager calls (see native_call.cpp).", -1,
+                          "grid_rbd's torch eager calls (see native_call.cc).", -1,
                           module_methods};
 
 }  // namespace
