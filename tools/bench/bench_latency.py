@@ -7,6 +7,7 @@ Rows (iiwa14 float32 by default, batch 1 unless said):
   numpy               RobotHandle on host arrays, end to end (copies in and out, waits)
   numpy_overhead      numpy minus kernel: the host path's own cost
   torch_eager         TorchRobotHandle on device tensors (GPU: CUDA events around the call)
+  torch_eager_python  the same calls through the Python path (the torch extension off)
   torch_graph_replay  GraphCallable.replay() of a captured forward_dynamics(_gradient)
   jax_jit / jax_jit_wait   a jitted JaxRobotHandle call, waiting once per loop / per call
   torch_fwd_bwd       forward_dynamics forward + analytic backward, B=1 and B=16384
@@ -203,6 +204,13 @@ def bench_torch(h: Any, states: dict[str, np.ndarray], table: Table, reps: int,
     for algorithm in (ID, FD_GRAD, FD):
         fn, args = getattr(th, algorithm), [t[n] for n in INPUTS[algorithm]]
         table.add("torch_eager", algorithm, 1, timer(lambda fn=fn, a=args: fn(*a), reps))
+    # The same calls through Python (the torch extension declining every call), beside.
+    python_path = grid_rbd.torch.TorchRobotHandle(h)
+    python_path._fast = {name: lambda args, kwargs: None for name in python_path._fast}
+    for algorithm in (ID, FD_GRAD, FD):
+        fn, args = getattr(python_path, algorithm), [t[n] for n in INPUTS[algorithm]]
+        table.add("torch_eager_python", algorithm, 1,
+                  timer(lambda fn=fn, a=args: fn(*a), reps))
     for algorithm in (FD, FD_GRAD):
         graph = th.capture(algorithm, t["q"], t["qd"], t["u"])
         table.add("torch_graph_replay", algorithm, 1, timer(graph.replay, reps))

@@ -323,6 +323,16 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def _torch_extension() -> str:
+    """Whether our torch calls went through the torch extension (docs/torch.md)."""
+    try:
+        from grid_rbd.torch import _native
+    except ImportError:
+        return "torch not installed"
+    module = _native._STATE.get("module")
+    return "in use" if module is not None else f"not in use: {_native.why_not() or 'not loaded'}"
+
+
 def _result(args: argparse.Namespace, robots: list[dict[str, Any]], peer: dict[str, Any],
             peer_status: int | None, report: dict[str, Any], latency: list[dict[str, Any]],
             machine: dict[str, Any]) -> dict[str, Any]:
@@ -335,6 +345,7 @@ def _result(args: argparse.Namespace, robots: list[dict[str, Any]], peer: dict[s
                 "see docs/benchmarks.md",
         "machine": machine, "device": args.device, "strategy": args.strategy,
         "ours_version": grid_rbd.__version__, "peer_version": peer.get("peer_version"),
+        "ours_torch_extension": _torch_extension(),
         "peer_torch": peer.get("torch"), "peer_status": peer_status,
         "complete": report.get("complete", False),
         "robots": robots, "algorithms": args.algorithms, "batches": args.batches,
