@@ -193,7 +193,8 @@ def test_switch_off_in_a_fresh_process(arm, shared_store):
         f"h = grid_rbd.register_robot('iiwa14-torch', urdf_path={str(ROBOTS['iiwa14'].path)!r},"
         f" dtype='float64', runtime_inertia=True, max_batch_size=64,"
         f" cache_dir={str(shared_store)!r}, backend='torch')\n"
-        "q = torch.linspace(-1, 1, 14, dtype=torch.float64).reshape(2, 7)\n"
+        "q = torch.linspace(-1, 1, 14, dtype=torch.float64, device=h.torch_device)"
+        ".reshape(2, 7)\n"
         "print(h.native, _native.why_not(), h.inverse_dynamics(q, q, q).flatten().tolist())\n")
     env = {**os.environ, _native.SWITCH: "0",
            "PYTHONPATH": os.pathsep.join([str(REPO / "codegen"), str(REPO / "python")])}
