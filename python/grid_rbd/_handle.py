@@ -498,13 +498,7 @@ def _make_method(method: Method, public_name: str, owner: str, array: Any,
                  fast: bool = False, fast_unless: Callable[[], bool] | None = None) -> Any:
     reshaped = bool(method.parts) or len(method.output) > 2
     name = method.name
-    if fast and fast_unless is not None:
-        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-            result = None if fast_unless() else self._fast[name](args, kwargs)
-            if result is None:
-                result = self._run(method, args, kwargs)
-            return shape_result(method, result, self._dims) if reshaped else result
-    elif fast:
+    if fast and fast_unless is None:
 
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             result = self._fast[name](args, kwargs)
@@ -516,11 +510,23 @@ def _make_method(method: Method, public_name: str, owner: str, array: Any,
             result = self._run(method, args, kwargs)
             return shape_result(method, result, self._dims) if reshaped else result
 
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def checked_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         if self._allow_fp64 and (any(_is_float64(a) for a in args) or any(
                 _is_float64(v) for k, v in kwargs.items() if k != "gravity")):
             return _widened(self, run, args, kwargs)
         return run(self, *args, **kwargs)
+
+    if fast and fast_unless is not None:
+        # The C++ path first, in the method's own frame (it takes only inputs of the
+        # compute dtype, so nothing of allow_fp64's widening is skipped).
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not fast_unless():
+                result = self._fast[name](args, kwargs)
+                if result is not None:
+                    return shape_result(method, result, self._dims) if reshaped else result
+            return checked_call(self, *args, **kwargs)
+    else:
+        call = checked_call
 
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     params += [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
