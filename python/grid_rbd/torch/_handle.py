@@ -1,11 +1,14 @@
 """`TorchRobotHandle`: the method table on torch tensors, through the grid_rbd:: ops.
 
-A call takes one of two paths. The fast path (positional tensors, at most `gravity=`,
-outside torch.compile) checks each tensor with a handful of attribute reads and launches
-straight into a new output tensor. Everything else (keywords, `out=`, single states,
-anything the fast path does not take) goes through `_run_checked`, which binds the
-arguments like the numpy handle, raises the precise error for a wrong input, and runs
-the custom ops so torch.compile can trace it. Both paths apply the same rules:
+A call takes one of three paths. Outside torch.compile, a call of positional tensors
+(at most `gravity=`) that records no autograd goes to the torch extension (`_native`,
+native_call.cc): one C call that checks the tensors and launches into a new output.
+What it declines, or every call when it is not built, tries the Python fast path
+(`_fast_inputs`: the same checks with a handful of attribute reads, and the autograd
+launch of a differentiable method). Everything else (keywords, `out=`, single states)
+goes through `_run_checked`, which binds the arguments like the numpy handle, raises the
+precise error for a wrong input, and runs the custom ops so torch.compile can trace it.
+All paths apply the same rules:
 
 * a tensor carrying the negation bit (`torch._neg_view`, `x.conj().imag`) is resolved
   first, a non-contiguous one copied: the kernel reads plain memory;
