@@ -4,7 +4,9 @@ The extension is compiled at first use against the installed torch and takes a p
 positional call; everything else it declines (returns None) to the Python path. Checked
 here: it is in use, what it takes gives the float64 reference's numbers (negated views,
 strided inputs, an integer or float gravity, omitted optional inputs, matrix outputs),
-what it declines still gives the right result or the precise error, the switch
+what it declines still gives the right result or the precise error, its autograd node
+(`GridRbdBackward`) gives the reference gradients and keeps the Python path's rules (a
+mutation refuses the backward, no double backward, retain_graph), the switch
 `GRID_RBD_TORCH_NATIVE=0` and a failed build both fall back to the Python path, and the
 library is kept in the store root like the JAX handler.
 """
@@ -64,7 +66,11 @@ def test_extension_is_built_in_the_store_and_used(arm, shared_store):
     h, _ = arm
     if not h.native:
         pytest.fail(f"the torch extension is not in use: {_native.why_not()}")
-    path = Path(sys.modules[_native.MODULE].__file__)
+    from grid_rbd import _core
+
+    module = sys.modules[_native.MODULE]
+    assert module.LAUNCHER_CALL_VERSION == _core.LAUNCHER_CALL_VERSION
+    path = Path(module.__file__)
     assert path.name == _native.LIBRARY and path.parent.parent.name == "torch_native"
     record = json.loads((path.parent / "integrity.json").read_text())
     assert record["files"][_native.LIBRARY]["size"] == path.stat().st_size
@@ -129,13 +135,14 @@ def test_native_call_declines_what_it_does_not_take(arm):
         "two batches": ((q, qd[:2], qdd), {}),
         "batch 0": ((q[:0], qd[:0], qdd[:0]), {}),
         "a tensor subclass": ((q.as_subclass(_Tagged), qd, qdd), {}),
-        "an input requiring grad": ((leaf, qd, qdd), {}),
+        "f_ext with an input requiring grad": ((leaf, qd, qdd, _t(h, s.f_ext)), {}),
+        "only a residual requiring grad": ((q, qd, qdd.clone().requires_grad_(True)), {}),
         "a list": (([q, qd, qdd]), {}),
     }
     for why, (args, kwargs) in declined.items():
         assert fast(args if isinstance(args, tuple) else (args,), kwargs) is None, why
     with torch.no_grad():  # no graph to record: the extension takes it
-        assert fast((leaf, qd, qdd), {}) is not None
+        assert fast((leaf, qd, qdd), {}).grad_fn is None
     parameter = torch.nn.Parameter(q, requires_grad=False)  # a plain tensor to torch's C++
     assert_scaled_close(_np(fast((parameter, qd, qdd), {})), expected, TOL, "parameter")
     big = torch.zeros(h.max_batch_size + 1, 7, dtype=h.dtype, device=h.torch_device)
@@ -147,9 +154,90 @@ def test_native_call_declines_what_it_does_not_take(arm):
         h.inverse_dynamics(q.float(), qd.float(), qdd.float())
     with pytest.raises(ValueError, match="max_batch_size"):
         h.inverse_dynamics(big, big, big)
-    tau = h.inverse_dynamics(leaf, qd, qdd)
-    assert tau.requires_grad, "the autograd path took the call"
-    assert_scaled_close(_np(tau), expected, TOL, "autograd forward")
+    tau = h.inverse_dynamics(leaf, qd, qdd, _t(h, s.f_ext))
+    assert type(tau.grad_fn).__name__ == "AnalyticFunctionBackward", "the Python path's"
+    assert_scaled_close(_np(tau), ref.inverse_dynamics(s.q, s.qd, s.qdd, s.f_ext), TOL,
+                        "autograd forward")
+
+
+def _recorded_by(h):
+    """The grad_fn name of a recorded call: the extension's node on CPU artifacts; on
+    CUDA ones the Python path's function until the node has run on a GPU (docs/torch.md)."""
+    return "AnalyticFunctionBackward" if h.device == "cuda" else "GridRbdBackward"
+
+
+def _leaves(h, *arrays):
+    return [_t(h, x).requires_grad_(True) for x in arrays]
+
+
+@pytest.mark.parametrize("method", ["forward_dynamics", "aba", "inverse_dynamics"])
+def test_autograd_node_gives_the_reference_gradients(arm, method):
+    """The extension records the call (grad_fn GridRbdBackward); q, qd (and u) get the
+    reference Jacobians contracted with the cotangent; a residual gets none."""
+    h, ref = arm
+    s = random_states(ref.model, 4, seed=21)
+    third = s.qdd if method == "inverse_dynamics" else s.u
+    q, qd, x = _leaves(h, s.q, s.qd, third)
+    out = getattr(h, method)(q, qd, x)
+    assert out.grad_fn.name() == _recorded_by(h)
+    weights = torch.linspace(-1.0, 2.0, out.numel(), dtype=h.dtype).reshape(out.shape)
+    (out * weights.to(out.device)).sum().backward()
+    ct = _np(weights)
+    if method == "inverse_dynamics":
+        jac = ref.inverse_dynamics_gradient(s.q, s.qd, s.qdd)  # (B, nv, 2 nv)
+        expected = np.einsum("bi,bij->bj", ct, jac)
+        assert x.grad is None, "qdd is a residual"
+    else:
+        jac = ref.forward_dynamics_gradient(s.q, s.qd, s.u)
+        expected = np.einsum("bi,bij->bj", ct, jac)
+        minv = ref.minv(s.q)
+        assert_scaled_close(_np(x.grad), np.einsum("bi,bij->bj", ct, minv), 1e-8, "u")
+    assert_scaled_close(_np(q.grad), expected[:, :7], 1e-8, f"{method} q")
+    assert_scaled_close(_np(qd.grad), expected[:, 7:], 1e-8, f"{method} qd")
+
+
+def test_autograd_node_keeps_the_contract(arm):
+    h, ref = arm
+    s = random_states(ref.model, 3, seed=4)
+    q, qd, u = _leaves(h, s.q, s.qd, s.u)
+    # Only what requires grad gets a gradient; retain_graph allows a second backward.
+    plain_u = _t(h, s.u)
+    out = h.forward_dynamics(q, qd.detach(), plain_u)
+    out.sum().backward(retain_graph=True)
+    first = q.grad.clone()
+    out.sum().backward()
+    assert torch.allclose(q.grad, 2 * first) and qd.grad is None
+    with pytest.raises(RuntimeError, match="backward through the graph a second time|freed"):
+        out.sum().backward()
+    # A mutation between forward and backward refuses the backward.
+    out = h.forward_dynamics(q, qd, u)
+    table = h.get_inertia_params()
+    try:
+        h.set_inertia_params(table * 1.01)
+        with pytest.raises(RuntimeError, match="model mutated between forward and backward"):
+            out.sum().backward()
+    finally:
+        h.set_inertia_params(table)
+    # No double backward: the gradients of a create_graph backward raise when used.
+    out = h.forward_dynamics(q, qd, u)
+    (g,) = torch.autograd.grad(out.sum(), q, create_graph=True)
+    with pytest.raises(RuntimeError, match="does not require grad|once_differentiable"):
+        g.sum().backward()
+    ct = torch.ones_like(out, requires_grad=True)
+    (g,) = torch.autograd.grad(out, q, grad_outputs=ct, create_graph=True)
+    assert g.requires_grad
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        g.sum().backward()
+    # The node's gradients equal the Python path's.
+    python_path = type(h)(h.numpy)
+    python_path._fast = {name: lambda args, kwargs: None for name in python_path._fast}
+    a, b = _leaves(h, s.q, s.qd, s.u), _leaves(h, s.q, s.qd, s.u)
+    h.aba(*a).pow(2).sum().backward()
+    slow = python_path.aba(*b)
+    assert type(slow.grad_fn).__name__ == "AnalyticFunctionBackward"
+    slow.pow(2).sum().backward()
+    for x, y in zip(a, b, strict=True):
+        assert torch.allclose(x.grad, y.grad, rtol=1e-12, atol=1e-12)
 
 
 def test_closed_context_is_refused_with_the_handles_error(arm):
@@ -180,6 +268,12 @@ def test_switch_and_failed_build_fall_back_to_the_python_path(arm, monkeypatch, 
     args = tuple(_t(h, x) for x in (s.q, s.qd, s.u))
     assert_scaled_close(_np(python_path.forward_dynamics(*args)),
                         ref.forward_dynamics(s.q, s.qd, s.u), TOL, "python path")
+    # An extension built for another launcher call signature is not used.
+    monkeypatch.setattr(_native, "_STATE", {})
+    monkeypatch.setattr(_native, "library_path", lambda cache_dir=None: Path(
+        sys.modules[_native.MODULE].__file__))
+    monkeypatch.setattr(_native, "_mismatch", lambda module: "built for version 1")
+    assert not type(h)(h.numpy).native and "built for version 1" in _native.why_not()
     monkeypatch.setattr(_native, "_STATE", {})
     monkeypatch.setenv(_native.SWITCH, "0")
     assert not type(h)(h.numpy).native and "GRID_RBD_TORCH_NATIVE=0" in _native.why_not()

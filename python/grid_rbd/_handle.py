@@ -23,8 +23,8 @@ import json
 import math
 import os
 import threading
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np

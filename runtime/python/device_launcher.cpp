@@ -93,6 +93,7 @@ PyObject* DeviceLauncher::call(PyObject* const* args, size_t nargs) const {
 }
 
 int DeviceLauncher::launch(void* output, int64_t batch, double gravity, void* stream,
+                           void* stamp_out, const void* stamp_expect,
                            const void* const* inputs, int32_t num_inputs) const {
   if (num_inputs < 0 || num_inputs > GRID_MAX_INPUTS) {
     PyErr_SetString(PyExc_ValueError, "too many launch inputs");
@@ -104,6 +105,8 @@ int DeviceLauncher::launch(void* output, int64_t batch, double gravity, void* st
                                        inputs, num_inputs, output);
     call.gravity = gravity;
     call.stream = stream;
+    call.stamp_out = stamp_out;
+    call.stamp_expect = stamp_expect;
     PyObject* version = run_group(*binding_, &call, 1);
     if (version == nullptr) return -1;
     Py_DECREF(version);
@@ -115,7 +118,8 @@ int DeviceLauncher::launch(void* output, int64_t batch, double gravity, void* st
 }
 
 extern "C" int grid_rbd_launcher_call(PyObject* launcher, void* output, int64_t batch,
-                                      double gravity, void* stream, const void* const* inputs,
+                                      double gravity, void* stream, void* stamp_out,
+                                      const void* stamp_expect, const void* const* inputs,
                                       int32_t num_inputs) {
   PyTypeObject* type = fast_type<DeviceLauncher>();
   if (launcher == nullptr || type == nullptr || Py_TYPE(launcher) != type) {
@@ -123,7 +127,8 @@ extern "C" int grid_rbd_launcher_call(PyObject* launcher, void* output, int64_t 
     return -1;
   }
   const auto* object = reinterpret_cast<FastCallableObject<DeviceLauncher>*>(launcher);
-  return object->impl->launch(output, batch, gravity, stream, inputs, num_inputs);
+  return object->impl->launch(output, batch, gravity, stream, stamp_out, stamp_expect, inputs,
+                              num_inputs);
 }
 
 DeviceGroupLauncher::DeviceGroupLauncher(std::shared_ptr<ContextBinding> binding,

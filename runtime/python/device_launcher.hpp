@@ -30,10 +30,11 @@ class DeviceLauncher {
 
   PyObject* call(PyObject* const* args, size_t nargs) const;
 
-  /// One plain launch (no stamps) with the GIL held: 0; 1 when the context is closed
-  /// (nothing launched, no error set); -1 with the Python error set.
-  int launch(void* output, int64_t batch, double gravity, void* stream,
-             const void* const* inputs, int32_t num_inputs) const;
+  /// One launch with the GIL held (`stamp_out` / `stamp_expect`: the optional 8-byte
+  /// model-version stamps): 0; 1 when the context is closed (nothing launched, no error
+  /// set); -1 with the Python error set.
+  int launch(void* output, int64_t batch, double gravity, void* stream, void* stamp_out,
+             const void* stamp_expect, const void* const* inputs, int32_t num_inputs) const;
 
  private:
   std::shared_ptr<ContextBinding> binding_;
@@ -43,7 +44,8 @@ class DeviceLauncher {
 /// The C entry the torch extension calls a `DeviceLauncher` object through (see
 /// grid_rbd_launcher_call in bridge.h); its address is `_core.launcher_call_address()`.
 extern "C" int grid_rbd_launcher_call(PyObject* launcher, void* output, int64_t batch,
-                                      double gravity, void* stream, const void* const* inputs,
+                                      double gravity, void* stream, void* stamp_out,
+                                      const void* stamp_expect, const void* const* inputs,
                                       int32_t num_inputs);
 
 /// Several algorithms of one handle's context launched as one group (one admission, one

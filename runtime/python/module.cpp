@@ -440,6 +440,7 @@ PYBIND11_MODULE(_core, m) {
       "launcher_call_address",
       []() { return reinterpret_cast<uintptr_t>(&grid_rbd::python::grid_rbd_launcher_call); },
       "Address of grid_rbd_launcher_call (grid_rbd/bridge.h), for the torch extension.");
+  m.attr("LAUNCHER_CALL_VERSION") = GRID_RBD_LAUNCHER_CALL_VERSION;
 
   m.def("load_artifact", &load_artifact, py::arg("path"),
         "Load a grid-rbd artifact .so (RuntimeError naming the path on failure).");

@@ -11,6 +11,7 @@ Rows (iiwa14 float32 by default, batch 1 unless said):
   torch_graph_replay  GraphCallable.replay() of a captured forward_dynamics(_gradient)
   jax_jit / jax_jit_wait   a jitted JaxRobotHandle call, waiting once per loop / per call
   torch_fwd_bwd       forward_dynamics forward + analytic backward, B=1 and B=16384
+  torch_fwd_bwd_python  the same at B=1 through the Python path (its autograd.Function)
   jax_grad            jax.grad of forward_dynamics, jitted, waiting per call
   floor_*             the same timers around the frameworks' own trivial work (torch
                       `x.add_(1)`, `(x * 2).sum().backward()`; a jitted `(x * 2).sum()`):
@@ -220,16 +221,18 @@ def bench_torch(h: Any, states: dict[str, np.ndarray], table: Table, reps: int,
     table.add("floor_torch_backward", "sum", 1,
               timer(lambda: (x * 2.0).sum().backward(), reps, warmup=3))
 
-    def fwd_bwd_at(batch: int, source: dict[str, np.ndarray], n: int) -> None:
+    def fwd_bwd_at(batch: int, source: dict[str, np.ndarray], n: int, handle: Any = th,
+                   surface: str = "torch_fwd_bwd") -> None:
         q, qd, u = (torch.as_tensor(source[k], device=dev).requires_grad_()
                     for k in ("q", "qd", "u"))
 
         def step() -> None:
-            th.forward_dynamics(q, qd, u).sum().backward()
+            handle.forward_dynamics(q, qd, u).sum().backward()
 
-        table.add("torch_fwd_bwd", FD, batch, timer(step, n, warmup=3))
+        table.add(surface, FD, batch, timer(step, n, warmup=3))
 
     fwd_bwd_at(1, states, reps)
+    fwd_bwd_at(1, states, reps, python_path, "torch_fwd_bwd_python")
     if big_states is not None:
         fwd_bwd_at(big_batch, big_states, max(3, reps // 50))
 

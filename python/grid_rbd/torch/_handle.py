@@ -107,13 +107,24 @@ class TorchRobotHandle(FrameworkHandle):
         raw_stream = _ops.RAW_STREAM if self._is_cuda else None
         if module is None or (self._is_cuda and raw_stream is None):
             return {name: _decline for name in self._specs}
-        address = _core().launcher_call_address()
+        core = _core()
+        address = core.launcher_call_address()
         bits = 64 if self._dtype is torch.float64 else 32
         index = self._device_index if self._is_cuda else -1
-        return {name: module.fast_method(spec.launcher, address, spec.widths, spec.required,
-                                         spec.output, bits, index, self._max_batch,
-                                         spec.method.uses_gravity, GRAVITY, raw_stream)
-                for name, spec in self._specs.items()}
+        methods = {}
+        for name, spec in self._specs.items():
+            # The autograd calls the extension records: a reverse-mode kernel's backward.
+            # CPU artifacts only for now: the node has not run on a GPU yet, so CUDA
+            # autograd calls keep the Python path's AnalyticFunction (docs/torch.md).
+            vjp = spec.method.vjp if spec.method.vjp in self._ids else None
+            reverse = 0 if self._is_cuda else _REVERSE_ORDER.get(vjp, 0)
+            launcher = core.DeviceLauncher(self._base._binding, self._ids[vjp]) if reverse \
+                else None
+            methods[name] = module.fast_method(
+                spec.launcher, address, spec.widths, spec.required, spec.output, bits, index,
+                self._max_batch, spec.method.uses_gravity, GRAVITY, raw_stream, launcher,
+                reverse, len(spec.method.differentiable) if reverse else 0, self.nq, self.nv)
+        return methods
 
     @property
     def native(self) -> bool:
@@ -362,6 +373,10 @@ class TorchRobotHandle(FrameworkHandle):
             raise ValueError("capture() records batched calls: pass (B, width) inputs")
         checked = [None if t is None else t.detach() for t in tensors]
         return GraphCallable(self, table.name, checked, gravity)
+
+
+#: The torch extension's code for a reverse-mode kernel's input order (native_call.cc).
+_REVERSE_ORDER = {"forward_dynamics_vjp": 1, "inverse_dynamics_vjp": 2}
 
 
 def _decline(args: tuple, kwargs: dict[str, Any]) -> None:

@@ -90,15 +90,32 @@ def load(cache_dir: str | None = None) -> Any:
                 spec = importlib.util.spec_from_file_location(MODULE, path)
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
-                why = ""
+                why = _mismatch(module)
+                if why:
+                    raise ImportError(why)
             except (native.NativeBuildError, native.StoreError, OSError, ImportError) as exc:
                 module, why = None, str(exc)
-                print(f"grid-rbd: the torch extension is not available ({why.splitlines()[0]}"
-                      "); torch calls take the Python path (same results, more host time "
-                      "per call)", file=sys.stderr, flush=True)
+                lines = [line.strip() for line in why.splitlines() if line.strip()] or ["?"]
+                detail = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+                print(f"grid-rbd: the torch extension is not available ({detail}); torch "
+                      "calls take the Python path (same results, more host time per call; "
+                      "grid_rbd.torch._native.why_not() has the whole reason)",
+                      file=sys.stderr, flush=True)
         _STATE["why"] = why
         _STATE["module"] = module
         return module
+
+
+def _mismatch(module: Any) -> str:
+    """Why `module` cannot call this runtime ("" when it can)."""
+    from grid_rbd._handle import _core
+
+    built, runtime = getattr(module, "LAUNCHER_CALL_VERSION", None), \
+        getattr(_core(), "LAUNCHER_CALL_VERSION", None)
+    if built != runtime:
+        return (f"it was built for launcher call version {built}, the runtime has "
+                f"{runtime}")
+    return ""
 
 
 def why_not() -> str:

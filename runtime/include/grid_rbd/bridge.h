@@ -56,14 +56,20 @@ typedef struct grid_rbd_bridge {
                           const void* stamp_expect, char* error, size_t error_size);
 } grid_rbd_bridge;
 
+/* The version of grid_rbd_launcher_call's signature below; the torch extension states the
+   one it was built for, and is not used with another. */
+#define GRID_RBD_LAUNCHER_CALL_VERSION 2
+
 /* The torch extension's entry (grid_rbd/torch/native_call.cc), exported by the Python
    extension grid_rbd._core rather than by this table, since it takes Python objects:
      int grid_rbd_launcher_call(PyObject* launcher, void* output, int64_t batch,
-                                double gravity, void* stream, const void* const* inputs,
+                                double gravity, void* stream, void* stamp_out,
+                                const void* stamp_expect, const void* const* inputs,
                                 int32_t num_inputs);
-   One plain launch through a `_core.DeviceLauncher` (the same admission and checks as
-   calling it from Python), called with the GIL held; 0, 1 when the launcher's context
-   is closed (nothing launched, no error set), or -1 with the Python error set.
+   One launch through a `_core.DeviceLauncher` (the same admission and checks as calling
+   it from Python; the stamps optional, as in `launch`), called with the GIL held; 0, 1
+   when the launcher's context is closed (nothing launched, no error set), or -1 with the
+   Python error set.
    Its address is `_core.launcher_call_address()`. */
 
 /* The table (static storage; valid while the runtime is loaded). */
