@@ -1,8 +1,9 @@
 """`TorchRobotHandle`: the method table on torch tensors, through the grid_rbd:: ops.
 
 A call takes one of three paths. Outside torch.compile, a call of positional tensors
-(at most `gravity=`) that records no autograd goes to the torch extension (`_native`,
-native_call.cc): one C call that checks the tensors and launches into a new output.
+(at most `gravity=`) goes to the torch extension (`_native`, native_call.cc): one C call
+that checks the tensors and launches into a new output, and on CPU artifacts records the
+autograd of a method with a reverse-mode kernel (no f_ext) with its own C++ node.
 What it declines, or every call when it is not built, tries the Python fast path
 (`_fast_inputs`: the same checks with a handful of attribute reads, and the autograd
 launch of a differentiable method). Everything else (keywords, `out=`, single states)
