@@ -81,15 +81,23 @@ PyObject* DeviceLauncher::call(PyObject* const* args, size_t nargs) const {
     inputs[static_cast<size_t>(k)] = reinterpret_cast<const void*>(pointer);
   }
   if (!prepare(*binding_)) return nullptr;
-  const Artifact& artifact = *binding_->artifact();
-  DeviceCall call = plan_device_call(artifact.library(), algorithm_id_, batch, inputs.data(),
-                                     num_inputs, reinterpret_cast<void*>(output));
-  call.gravity = gravity;
-  call.stream = reinterpret_cast<void*>(stream);
-  call.stamp_out = reinterpret_cast<void*>(stamp_out);
-  call.stamp_expect = reinterpret_cast<const void*>(stamp_expect);
+  DeviceCall call = plan(reinterpret_cast<void*>(output), batch, gravity,
+                         reinterpret_cast<void*>(stream), reinterpret_cast<void*>(stamp_out),
+                         reinterpret_cast<const void*>(stamp_expect), inputs.data(), num_inputs);
   call.captured_version = static_cast<uint64_t>(captured);
   return run_group(*binding_, &call, 1);
+}
+
+DeviceCall DeviceLauncher::plan(void* output, int64_t batch, double gravity, void* stream,
+                                void* stamp_out, const void* stamp_expect,
+                                const void* const* inputs, int32_t num_inputs) const {
+  DeviceCall call = plan_device_call(binding_->artifact()->library(), algorithm_id_, batch,
+                                     inputs, num_inputs, output);
+  call.gravity = gravity;
+  call.stream = stream;
+  call.stamp_out = stamp_out;
+  call.stamp_expect = stamp_expect;
+  return call;
 }
 
 int DeviceLauncher::launch(void* output, int64_t batch, double gravity, void* stream,
@@ -101,12 +109,8 @@ int DeviceLauncher::launch(void* output, int64_t batch, double gravity, void* st
   }
   if (!binding_->prepare_call()) return 1;  // closed: the caller's checked path says so
   try {
-    DeviceCall call = plan_device_call(binding_->artifact()->library(), algorithm_id_, batch,
-                                       inputs, num_inputs, output);
-    call.gravity = gravity;
-    call.stream = stream;
-    call.stamp_out = stamp_out;
-    call.stamp_expect = stamp_expect;
+    const DeviceCall call = plan(output, batch, gravity, stream, stamp_out, stamp_expect, inputs,
+                                 num_inputs);
     PyObject* version = run_group(*binding_, &call, 1);
     if (version == nullptr) return -1;
     Py_DECREF(version);

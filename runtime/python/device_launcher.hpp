@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "binding.hpp"
+#include "grid_rbd/device_call.hpp"
 
 namespace grid_rbd::python {
 
@@ -37,6 +38,11 @@ class DeviceLauncher {
              const void* stamp_expect, const void* const* inputs, int32_t num_inputs) const;
 
  private:
+  // The launch of this algorithm on the binding's artifact (after prepare_call).
+  DeviceCall plan(void* output, int64_t batch, double gravity, void* stream, void* stamp_out,
+                  const void* stamp_expect, const void* const* inputs,
+                  int32_t num_inputs) const;
+
   std::shared_ptr<ContextBinding> binding_;
   int32_t algorithm_id_;
 };

@@ -10,6 +10,7 @@ by the handler source, the jaxlib version, the compiler and the flags) is
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 
 from grid_rbd import _native_library as native
@@ -55,23 +56,24 @@ def handler_library(cache_dir: str | None = None) -> Path:
     compiler = host_compiler()
     key = build_key(SOURCE.read_bytes(), jaxlib.__version__, compiler,
                     native.compiler_version(compiler))
-    try:
-        return _built(native.store_folder(KIND, cache_dir, key), key, compiler)
-    except (OSError, native.StoreError) as exc:
-        why = (f"cannot write {native.cache_root(cache_dir) / KIND.folder} "
-               f"({native.reason(exc)})")
-    return _built(_fallback_folder(key, why), key, compiler)
+    return native.library_path(KIND, cache_dir, key, _compile_into(compiler))
+
+
+def _compile_into(compiler: str) -> Callable[[Path], None]:
+    """How a handler is compiled into a target path (module-level `compile_handler`,
+    looked up at the call)."""
+    def compile_into(target: Path) -> None:
+        import jax
+
+        compile_handler(compiler, jax.ffi.include_dir(), SOURCE, target)
+
+    return compile_into
 
 
 def _built(folder: Path, key: str, compiler: str) -> Path:
     """The verified handler in `folder`, compiled there first when it is missing or
     fails its check (under the folder's build lock)."""
-    import jax
-
-    def compile_into(target: Path) -> None:
-        compile_handler(compiler, jax.ffi.include_dir(), SOURCE, target)
-
-    return native.built_in(KIND, folder, key, compile_into)
+    return native.built_in(KIND, folder, key, _compile_into(compiler))
 
 
 def compile_handler(compiler: str, include_dir: str, source: Path, target: Path) -> None:
