@@ -161,9 +161,8 @@ def test_native_call_declines_what_it_does_not_take(arm):
 
 
 def _recorded_by(h):
-    """The grad_fn name of a recorded call: the extension's node on CPU artifacts; on
-    CUDA ones the Python path's function until the node has run on a GPU (docs/torch.md)."""
-    return "AnalyticFunctionBackward" if h.device == "cuda" else "GridRbdBackward"
+    """The grad_fn name of a call the extension records, on CPU and CUDA artifacts."""
+    return "GridRbdBackward"
 
 
 def _leaves(h, *arrays):
@@ -194,6 +193,31 @@ def test_autograd_node_gives_the_reference_gradients(arm, method):
         assert_scaled_close(_np(x.grad), np.einsum("bi,bij->bj", ct, minv), 1e-8, "u")
     assert_scaled_close(_np(q.grad), expected[:, :7], 1e-8, f"{method} q")
     assert_scaled_close(_np(qd.grad), expected[:, 7:], 1e-8, f"{method} qd")
+
+
+@pytest.mark.gpu
+def test_autograd_node_on_a_side_stream(arm):
+    """On CUDA, a forward recorded on a side stream: autograd runs the node's launch on
+    that stream, after the forward and before the gradients are read on the default one."""
+    h, ref = arm
+    if h.device != "cuda":
+        pytest.skip("a CUDA artifact is needed (no GPU here)")
+    s = random_states(ref.model, 64, seed=8)
+    q, qd, u = _leaves(h, s.q, s.qd, s.u)
+    side = torch.cuda.Stream(device=h.torch_device)
+    side.wait_stream(torch.cuda.current_stream(h.torch_device))
+    with torch.cuda.stream(side):
+        out = h.forward_dynamics(q, qd, u)
+        assert out.grad_fn.name() == "GridRbdBackward"
+        loss = (out * out).sum()
+    torch.cuda.current_stream(h.torch_device).wait_stream(side)
+    loss.backward()
+    jac = ref.forward_dynamics_gradient(s.q, s.qd, s.u)
+    ct = 2.0 * ref.forward_dynamics(s.q, s.qd, s.u)
+    expected = np.einsum("bi,bij->bj", ct, jac)
+    assert_scaled_close(_np(q.grad), expected[:, :7], 1e-8, "q on a side stream")
+    assert_scaled_close(_np(qd.grad), expected[:, 7:], 1e-8, "qd on a side stream")
+    assert_scaled_close(_np(u.grad), np.einsum("bi,bij->bj", ct, ref.minv(s.q)), 1e-8, "u")
 
 
 def test_autograd_node_keeps_the_contract(arm):

@@ -115,10 +115,8 @@ class TorchRobotHandle(FrameworkHandle):
         methods = {}
         for name, spec in self._specs.items():
             # The autograd calls the extension records: a reverse-mode kernel's backward.
-            # CPU artifacts only for now: the node has not run on a GPU yet, so CUDA
-            # autograd calls keep the Python path's AnalyticFunction (docs/torch.md).
             vjp = spec.method.vjp if spec.method.vjp in self._ids else None
-            reverse = 0 if self._is_cuda else _REVERSE_ORDER.get(vjp, 0)
+            reverse = _REVERSE_ORDER.get(vjp, 0)
             launcher = core.DeviceLauncher(self._base._binding, self._ids[vjp]) if reverse \
                 else None
             methods[name] = module.fast_method(
