@@ -171,6 +171,32 @@ def test_inverse_mass_derivative_from_both_kernels(case):
                         _tol(dtype, ref, s, "fdsva_so"), "dMinv = -Minv dM Minv")
 
 
+def test_directions_strategy_matches_the_reference(case):
+    """idsva_so's directions strategy (one thread per group of outer directions,
+    `emit.directions`), chosen on a context of its own: the reference's numbers, with
+    and without f_ext and qdd, and at a batch that is not a multiple of anything."""
+    handle, ref, s, dtype = case
+    ctx = handle.context()
+    try:
+        assert ctx.variants("idsva_so") == ("thread", "directions")
+        ctx.set_variant_for("idsva_so", "directions")
+        for args in ((s.q, s.qd, s.qdd, s.f_ext), (s.q, s.qd, None, None)):
+            got = ctx.idsva_so(*(_cast(a, dtype) for a in args))
+            want = ref.idsva_so(*args)
+            for k, (g, w) in enumerate(zip(got, want, strict=True)):
+                assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1),
+                                    _tol(dtype, ref, s, "idsva_so"),
+                                    f"idsva_so block {k} (directions)")
+        whole = handle.idsva_so(*(_cast(a, dtype) for a in (s.q, s.qd, s.qdd)))
+        split = ctx.idsva_so(*(_cast(a, dtype) for a in (s.q, s.qd, s.qdd)))
+        for k, (a, b) in enumerate(zip(whole, split, strict=True)):
+            assert_scaled_close(b.reshape(BATCH, -1), a.reshape(BATCH, -1),
+                                1e-5 if dtype == np.float32 else 1e-12,
+                                f"block {k}: directions against thread")
+    finally:
+        ctx.close()
+
+
 def test_joint_loops_match_the_reference(monkeypatch, tmp_path):
     """The form large trees get (one run-time-seeded pass per joint, looped over its
     directions), forced on the floating tree: the same numbers."""

@@ -21,6 +21,8 @@ The GPU model (one H200-class device; coarse by design, it only has to rank vari
 * columns (the inverse-dynamics regressor's warp strategy, `emit.regressor_warp`): a
   traced pass on one lane, then lane-parallel rows: the thread strategy's rates over
   `work` (the pass plus 32 lanes' loops).
+* directions (idsva_so, `emit.directions`): one thread per group of outer directions,
+  `ops` the longest group: the thread strategy's rates over `work` (all groups).
 A thread variant whose item writes more than the staged stores take
 (`emit.kernels.STAGE_MAX_WIDTH`) stores one scalar per memory transaction: `scattered`
 scalars at ~20 ps each (g1's ID regressor, 10,500 scalars: ~210 ns per item measured).
@@ -54,6 +56,7 @@ _GPU = {  # strategy: (latency seconds per traced op, throughput traced ops per 
     "block": (3.0 / 6.0 * 1e-9, 2e12),
     "rows": (1.0e-9, 15e12),
     "columns": (1.0e-9, 15e12),
+    "directions": (1.0e-9, 15e12),
 }
 
 SCATTERED_S = 2.0e-11

@@ -22,10 +22,11 @@ from grid_codegen.emit.kernels import (
     emit_level_variant,
     emit_thread_variant,
 )
+from grid_codegen.emit.directions import directions_applicable, emit_directions_variant
 from grid_codegen.emit.prelude import emit_prelude
 from grid_codegen.emit.rows import emit_rows_variant, rows_applicable
 from grid_codegen.emit.strategy import make_strategy
-from grid_codegen.emit.thread import TooLarge, build_thread_item
+from grid_codegen.emit.thread import TooLarge, build_direction_items, build_thread_item
 from grid_codegen.emit.thread_parts import build_parts
 from grid_codegen.emit.unit_sections import UnitSections
 from grid_codegen.emit.wrapper import AlgorithmBuild, emit_unit, emit_wrapper, unit_file
@@ -131,6 +132,8 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
             builds.append(_build(entry, dims, options, variants, modelled))
 
     _add_rows_variant(builds, sections, model, dims, options, joint_table, transform_table)
+    _add_directions_variant(builds, sections, model, ee_frames, dims, options, joint_table,
+                            transform_table)
     _add_regressor_warp_variant(builds, sections, model, ee_frames,
                                 dims, options, jd, transform_table)
     if device_api and collision is not None:  # the world distances' kinematics item
@@ -202,6 +205,35 @@ def _add_rows_variant(builds: list[AlgorithmBuild], sections: UnitSections,
     sections.calls(build.algorithm.name, builds[v].algorithm.name)
     builds[k] = _with_variant(build, rows, dispatch.Variant("rows", vjp_ops, vjp_ops * dims.nv),
                               dims, options)
+
+
+def _add_directions_variant(builds: list[AlgorithmBuild], sections: UnitSections,
+                            model: RobotModel, ee_frames: tuple, dims: Dims,
+                            options: CodegenOptions, joint_table: int,
+                            transform_table: int) -> None:
+    """idsva_so's directions strategy (`emit.directions`) beside its thread strategy;
+    its default dispatch tables are recomputed with it."""
+    at = {b.algorithm.name: k for k, b in enumerate(builds)}
+    k = at.get("idsva_so")
+    if k is None or not directions_applicable(builds[k].algorithm, options.strategy,
+                                              bool(joint_table)):
+        return
+    build = builds[k]
+    if "thread" not in (v.strategy for v in build.variants):
+        return
+    with sections.section(build.algorithm.name):
+        items = build_direction_items(sections.library, model, ee_frames,
+                                      options.runtime_inertia, build.algorithm, dims,
+                                      sections.items, options.runtime_transform)
+        if not items:
+            return
+        sections.items.line()
+        longest = max(item.ops for item in items)
+        variant = emit_directions_variant(sections.kernels, build.algorithm, dims,
+                                          [item.name for item in items], longest,
+                                          bool(transform_table))
+    builds[k] = _with_variant(build, variant, dispatch.Variant(
+        "directions", longest, sum(item.ops for item in items)), dims, options)
 
 
 def _add_regressor_warp_variant(builds: list[AlgorithmBuild], sections: UnitSections,

@@ -95,14 +95,15 @@ def second_order_values(model: RobotModel, X: list, I: Sequence, qd: Sequence,
 
 
 def plan_units(trace: Callable[[G.Graph, list], list], units: list[tuple[str, int]],
-               nv: int) -> tuple[list[list[tuple[str, int]]], int]:
+               nv: int, single_pass_ops: int = SINGLE_PASS_OPS,
+               group_ops: int = GROUP_OPS) -> tuple[list[list[tuple[str, int]]], int]:
     """Groups of `units` and their traced operation count in all: one group when they
-    trace to at most SINGLE_PASS_OPS operations, else consecutive units of at most
-    GROUP_OPS each (from one trace)."""
+    trace to at most `single_pass_ops` operations, else consecutive units of at most
+    `group_ops` each (from one trace)."""
     g = G.Graph()
     result = trace(g, units)
     total = sum(1 for i in G.reachable(g, result) if g.nodes[i][0] != "in")
-    if total <= SINGLE_PASS_OPS:
+    if total <= single_pass_ops:
         return [units], total
     groups: list[list[tuple[str, int]]] = []
     current: list[tuple[str, int]] = []
@@ -111,7 +112,7 @@ def plan_units(trace: Callable[[G.Graph, list], list], units: list[tuple[str, in
         reach = [i for i in G.reachable(g, [result[k] for k in _unit_outputs(nv, unit)])
                  if g.nodes[i][0] != "in"]
         new = [i for i in reach if i not in seen]
-        if current and len(seen) + len(new) > GROUP_OPS:
+        if current and len(seen) + len(new) > group_ops:
             groups.append(current)
             current, seen, new = [], set(), reach
         current.append(unit)
@@ -120,14 +121,10 @@ def plan_units(trace: Callable[[G.Graph, list], list], units: list[tuple[str, in
     return groups, total
 
 
-def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, acc: Array,
-                      fext: Array, out: Array) -> None:
-    """The passes writing the four blocks of `idsva_so` at the acceleration `acc` (a
-    dense local array) into `out`: unrolled up to UNROLLED_OPS traced operations, else
-    one run-time-seeded pass per joint for the Hessian blocks."""
+def _tracer(plan, arrays: list[Array]):
+    """`values(x, qd, acc, f_ext, I, g, units)` (the four blocks, `units` traced) and
+    `trace(graph, units)` (the same on `arrays`' patterns, for plan_units)."""
     model: RobotModel = plan.model
-    nv = model.nv
-    arrays = [X, qd, acc, fext]
 
     def values(x, v, a, f, I, g, units):
         return second_order_values(model, A.unflatten_placements(x, model.nb), I, v, a, f, g, units)
@@ -139,19 +136,66 @@ def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, acc: Array,
         table = inputs.pop() if plan.runtime_inertia else None
         return values(*inputs, plan.inertias(table), gravity, units)
 
-    hessian = [("H", a) for a in range(2 * nv)]
+    return values, trace
+
+
+def _all_units(nv: int) -> list[tuple[str, int]]:
+    return [("H", a) for a in range(2 * nv)] + [("M", j) for j in range(nv)]
+
+
+def _emit_group(plan, kb: ItemBuilder, values, arrays: list[Array], out: Array, name: str,
+                units: list[tuple[str, int]]) -> None:
+    nv = plan.model.nv
+    written = sorted(i for u in units for i in _unit_outputs(nv, u))
+    plan.dynamics_call(
+        kb, name, f"Second derivatives of RNEA (hyper-duals): {_describe(units, nv)}.",
+        lambda *v, units=units: values(*v, units), arrays, out, write=written,
+        schedule_order=written)
+
+
+def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, acc: Array,
+                      fext: Array, out: Array) -> None:
+    """The passes writing the four blocks of `idsva_so` at the acceleration `acc` (a
+    dense local array) into `out`: unrolled up to UNROLLED_OPS traced operations, else
+    one run-time-seeded pass per joint for the Hessian blocks."""
+    nv = plan.model.nv
+    arrays = [X, qd, acc, fext]
+    values, trace = _tracer(plan, arrays)
     mass = [("M", j) for j in range(nv)]
-    groups, total = plan_units(trace, hessian + mass, nv)
+    groups, total = plan_units(trace, _all_units(nv), nv)
     if total > UNROLLED_OPS:
         _emit_joint_loops(plan, kb, arrays, out)
         groups, _ = plan_units(trace, mass, nv)
     for k, units in enumerate(groups):
-        written = sorted(i for u in units for i in _unit_outputs(nv, u))
         name = "rnea_second_order" if len(groups) == 1 else f"rnea_second_order_g{k}"
-        plan.dynamics_call(
-            kb, name, f"Second derivatives of RNEA (hyper-duals): {_describe(units, nv)}.",
-            lambda *v, units=units: values(*v, units), arrays, out, write=written,
-            schedule_order=written)
+        _emit_group(plan, kb, values, arrays, out, name, units)
+
+
+DIRECTION_GROUP_OPS = 8000
+"""Traced operations per group of outer directions in idsva_so's directions strategy
+(`emit.directions`): iiwa14 gives 9 groups (83,700 operations against 48,100 for the
+whole item), 5.2x faster than the thread kernel at B = 1,024 on an H200, 1.7x slower at
+65,536 (tools/bench/second_order_probe)."""
+
+
+def direction_groups(plan, X: Array, ports: dict) -> list[list[tuple[str, int]]]:
+    """The groups of outer directions (then dM/dq columns) of idsva_so's directions
+    strategy, each at most DIRECTION_GROUP_OPS traced operations; `[]` where the strategy
+    does not apply (fewer than two groups, or an item above UNROLLED_OPS)."""
+    nv = plan.model.nv
+    acc = _acceleration(ItemBuilder(plan.library), ports)  # its pattern, for the trace
+    _, trace = _tracer(plan, [X, ports["qd"], acc, ports["f_ext"]])
+    groups, total = plan_units(trace, _all_units(nv), nv, 0, DIRECTION_GROUP_OPS)
+    return groups if total <= UNROLLED_OPS and len(groups) >= 2 else []
+
+
+def emit_idsva_so_group(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array,
+                        k: int, units: list[tuple[str, int]]) -> None:
+    """Group `k` of idsva_so's directions strategy: the acceleration, then the one pass
+    writing the entries of `units` (`rnea_second_order_d<k>`) into `out`."""
+    arrays = [X, ports["qd"], _acceleration(kb, ports), ports["f_ext"]]
+    values, _ = _tracer(plan, arrays)
+    _emit_group(plan, kb, values, arrays, out, f"rnea_second_order_d{k}", units)
 
 
 def _emit_joint_loops(plan, kb: ItemBuilder, arrays: list[Array], out: Array) -> None:
@@ -227,11 +271,14 @@ def _describe(units: Sequence[tuple[str, int]], nv: int) -> str:
     return ", ".join(parts)
 
 
+def _acceleration(kb: ItemBuilder, ports: dict) -> Array:
+    return kb.call("acceleration", "qdd (zero when not given), for the second-order passes.",
+                   lambda a: list(a), [ports["qdd"]], "acc", dense=True)
+
+
 def emit_idsva_so(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array) -> None:
     """`idsva_so`: the acceleration (None is zero) into a local, then the passes."""
-    acc = kb.call("acceleration", "qdd (zero when not given), for the second-order passes.",
-                  lambda a: list(a), [ports["qdd"]], "acc", dense=True)
-    emit_second_order(plan, kb, X, ports["qd"], acc, ports["f_ext"], out)
+    emit_second_order(plan, kb, X, ports["qd"], _acceleration(kb, ports), ports["f_ext"], out)
 
 
 def emit_fdsva_so(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array) -> None:

@@ -400,6 +400,36 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform, part)
 
 
+def build_direction_items(w_library: PassLibrary, model: RobotModel, ee_frames: tuple,
+                          runtime_inertia: bool, algorithm: Algorithm, dims: Dims,
+                          w: Writer, runtime_transform: bool = False) -> list[ThreadItem]:
+    """The item functions of idsva_so's directions strategy (`emit.directions`), one per
+    group of outer directions (`second_order.direction_groups`): `<name>_thread_d<k>`
+    writes that group's entries of the item's output. `[]` where it does not apply."""
+    items: list[ThreadItem] = []
+    groups: list | None = None
+    k = 0
+    while groups is None or k < len(groups):
+        plan = _Plan(model, ee_frames, runtime_inertia, w_library, None, runtime_transform)
+        kb = ItemBuilder(w_library)
+        ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
+                 for p in algorithm.inputs}
+        X = plan.transforms(kb, ports["q"])
+        if groups is None:
+            groups = SO.direction_groups(plan, X, ports)
+            if not groups:
+                return []
+        out = Array.runtime("out", algorithm.output_size(dims), "out")
+        SO.emit_idsva_so_group(plan, kb, X, ports, out, k, groups[k])
+        name = f"{algorithm.name}_thread_d{k}"
+        kb.emit_item_function(w, name, f"Group {k} of the outer directions of "
+                              f"`{algorithm.name}` of one item (`emit.directions`).",
+                              item_params(algorithm, dims, False, runtime_transform))
+        items.append(ThreadItem(name, kb.total_ops))
+        k += 1
+    return items
+
+
 def state_views(ports: dict[str, Array], dims: Dims) -> list[tuple[str, str]]:
     """For an algorithm whose input is the state `x = [q, qd]` (the fused step
     gradients, which take what the plant methods are given, so that no call splits `x`

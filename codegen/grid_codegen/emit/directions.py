@@ -1,0 +1,103 @@
+"""The directions strategy of `idsva_so`: one thread per (item, group of outer directions).
+
+The thread strategy traces an item's second derivatives as one pass (iiwa14: 48,000
+operations): at small batches a few warps each run one long chain and the chip idles
+(iiwa14 at B = 1,024 is 32 warps on 132 SMs). Here the outer directions (then the dM/dq
+columns) are cut into groups of at most `second_order.DIRECTION_GROUP_OPS` traced
+operations, each group an item function that recomputes the primal and first-order
+values it needs and writes its entries of the item's output in place. A thread runs one
+(item, group) pair, group-major: the warps resident at one time run the same group's
+code (as `emit.thread_parts` orders its parts).
+
+The groups repeat work (iiwa14: 83,700 operations in all, 1.7x the whole item), so at
+large batches the thread strategy stays faster; the dispatch (the cost model, then the
+autotune on a GPU) picks per batch. Measured on an H200 in float32, iiwa14, the kernels
+alone (tools/bench/second_order_probe): 298 -> 57 ns per item at B = 1,024, 40 -> 44 at
+16,384, 28 -> 49 at 65,536.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from grid_codegen.emit.kernels import VariantInfo, input_pointer
+from grid_codegen.emit.writer import Writer
+from grid_codegen.registry import Algorithm, Dims
+
+DIRECTIONS_BLOCK = 128
+DIRECTIONS_MAX_BLOCK = 256
+
+
+def directions_applicable(algorithm: Algorithm, strategy: str, joint_table: bool) -> bool:
+    return algorithm.name == "idsva_so" and strategy == "auto" and not joint_table
+
+
+def emit_directions_variant(w: Writer, algorithm: Algorithm, dims: Dims,
+                            items: Sequence[str], ops: int,
+                            transform_table: bool = False) -> VariantInfo:
+    """Kernel and launcher of the directions strategy over the group item functions
+    `items` (`emit.thread.build_direction_items`); `ops`: the longest group's traced
+    operations."""
+    name = f"{algorithm.name}_directions"
+    groups = len(items)
+    width = algorithm.output_size(dims)
+    args = [input_pointer(algorithm, dims, k, "i") for k in range(len(algorithm.inputs))]
+    args += ["args.inertia", "args.gravity", f"args.out + i * {width}"]
+    if transform_table:
+        args.append("args.transform")
+    w.doc(f"Group `g` of the outer directions of one item's `{algorithm.name}`, written in "
+          "place in the item's output.")
+    w.line("template <typename T>")
+    with w.block(f"GRID_HOST_DEVICE inline void {name}_group(const Args<T>& args, size_t i, "
+                 "int g)"):
+        with w.block("switch (g)"):
+            for k, item in enumerate(items):
+                w.line(f"case {k}: {item}<T, T>({', '.join(args)}); break;")
+            w.line("default: break;")
+    w.line()
+    w.doc(f"Kernel of `{algorithm.name}` (directions strategy): one (item, group) per "
+          "thread, group-major.")
+    w.line("template <typename T>")
+    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({DIRECTIONS_MAX_BLOCK}) "
+                 f"{name}_kernel(const Args<T> args)"):
+        w.line(f"const int batch = args.batch * {groups};  // (item, group) pairs")
+        with w.block("GRID_THREAD_ITEM_LOOP(t, batch)"):
+            w.line(f"{name}_group<T>(args, (size_t)(t % args.batch), t / args.batch);")
+    w.line()
+    w.doc(f"Dynamic shared memory of one `{name}` block: none.")
+    w.line("template <typename T>")
+    with w.block(f"constexpr size_t {name}_shared_bytes()"):
+        w.line("return 0;")
+    w.line()
+    w.line("template <typename T>")
+    with w.block(f"inline int configure_{name}()"):
+        w.line(f"return configure_kernel({name}_kernel<T>, size_t{{0}});")
+    w.line()
+    w.doc(f"Launch `{algorithm.name}` (directions strategy, {groups} groups) on `stream`.")
+    w.line("template <typename T>")
+    with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
+                 " grid_stream_t stream)"):
+        w.line(f"if (args.batch > 2147483647 / {groups}) return GRID_ERROR_INVALID_ARGUMENT;")
+        w.line("#if GRID_IS_CUDA")
+        w.line(f"const int threads = cfg.threads > 0 ? cfg.threads : {DIRECTIONS_BLOCK};")
+        w.line(f"if (threads > {DIRECTIONS_MAX_BLOCK} || threads % 32 != 0) "
+               "return GRID_ERROR_INVALID_ARGUMENT;")
+        w.line(f"int blocks = (args.batch * {groups} + threads - 1) / threads;")
+        w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
+        w.line("if (blocks == 0) return GRID_OK;")
+        w.line(f"{name}_kernel<T><<<blocks, threads, 0, stream>>>(args);")
+        w.line("return launch_status();")
+        w.line("#else")
+        w.line("(void)cfg;")
+        w.line("(void)stream;")
+        with w.block("for (int i = 0; i < args.batch; ++i)"):
+            w.line(f"for (int g = 0; g < {groups}; ++g) {name}_group<T>(args, (size_t)i, g);")
+        w.line("return GRID_OK;")
+        w.line("#endif")
+    w.line()
+    return VariantInfo("directions", DIRECTIONS_BLOCK, DIRECTIONS_MAX_BLOCK,
+                       max(1, DIRECTIONS_BLOCK // groups), "0", ops)
+
+
+__all__ = ["DIRECTIONS_BLOCK", "DIRECTIONS_MAX_BLOCK", "directions_applicable",
+           "emit_directions_variant"]
