@@ -6,8 +6,9 @@ operations): at small batches a few warps each run one long chain and the chip i
 columns) are cut into groups of at most `second_order.DIRECTION_GROUP_OPS` traced
 operations, each group an item function that recomputes the primal and first-order
 values it needs and writes its entries of the item's output in place. A thread runs one
-(item, group) pair, group-major: the warps resident at one time run the same group's
-code (as `emit.thread_parts` orders its parts).
+(item, group) pair, group-major, with the items padded to whole warps: the warps
+resident at one time run the same group's code (as `emit.thread_parts` orders its parts),
+and no warp runs two groups one after the other.
 
 The groups repeat work (iiwa14: 83,700 operations in all, 1.7x the whole item), so at
 large batches the thread strategy stays faster; the dispatch (the cost model, then the
@@ -60,9 +61,13 @@ def emit_directions_variant(w: Writer, algorithm: Algorithm, dims: Dims,
     w.line("template <typename T>")
     with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({DIRECTIONS_MAX_BLOCK}) "
                  f"{name}_kernel(const Args<T> args)"):
-        w.line(f"const int batch = args.batch * {groups};  // (item, group) pairs")
+        w.comment("Items padded to whole warps, so that no warp mixes groups (at B = 1 "
+                  "each group runs in a warp of its own, not one after the other).")
+        w.line("const int items = (args.batch + 31) & ~31;")
+        w.line(f"const int batch = items * {groups};  // (item, group) pairs")
         with w.block("GRID_THREAD_ITEM_LOOP(t, batch)"):
-            w.line(f"{name}_group<T>(args, (size_t)(t % args.batch), t / args.batch);")
+            w.line("const int i = t % items;")
+            w.line(f"if (i < args.batch) {name}_group<T>(args, (size_t)i, t / items);")
     w.line()
     w.doc(f"Dynamic shared memory of one `{name}` block: none.")
     w.line("template <typename T>")
@@ -77,12 +82,12 @@ def emit_directions_variant(w: Writer, algorithm: Algorithm, dims: Dims,
     w.line("template <typename T>")
     with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
                  " grid_stream_t stream)"):
-        w.line(f"if (args.batch > 2147483647 / {groups}) return GRID_ERROR_INVALID_ARGUMENT;")
+        w.line(f"if (args.batch > 2147483647 / {groups} - 32) return GRID_ERROR_INVALID_ARGUMENT;")
         w.line("#if GRID_IS_CUDA")
         w.line(f"const int threads = cfg.threads > 0 ? cfg.threads : {DIRECTIONS_BLOCK};")
         w.line(f"if (threads > {DIRECTIONS_MAX_BLOCK} || threads % 32 != 0) "
                "return GRID_ERROR_INVALID_ARGUMENT;")
-        w.line(f"int blocks = (args.batch * {groups} + threads - 1) / threads;")
+        w.line(f"int blocks = (((args.batch + 31) & ~31) * {groups} + threads - 1) / threads;")
         w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
         w.line("if (blocks == 0) return GRID_OK;")
         w.line(f"{name}_kernel<T><<<blocks, threads, 0, stream>>>(args);")
