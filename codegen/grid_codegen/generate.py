@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from grid_codegen import dispatch, transforms
 from grid_codegen.emit import BUILDERS, plant, regressor_warp
 from grid_codegen.emit.algorithm import EmitContext, emit_level_item
+from grid_codegen.emit.directions import directions_applicable, emit_directions_variant
 from grid_codegen.emit.kernels import (
     STAGE_MAX_WIDTH,
     VariantInfo,
     emit_level_variant,
     emit_thread_variant,
 )
-from grid_codegen.emit.directions import directions_applicable, emit_directions_variant
 from grid_codegen.emit.prelude import emit_prelude
 from grid_codegen.emit.rows import emit_rows_variant, rows_applicable
 from grid_codegen.emit.strategy import make_strategy
