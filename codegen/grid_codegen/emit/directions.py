@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from grid_codegen.emit.kernels import VariantInfo, input_pointer
+from grid_codegen.emit.kernels import VariantInfo, emit_configure, input_pointer
 from grid_codegen.emit.writer import Writer
 from grid_codegen.registry import Algorithm, Dims
 
@@ -69,15 +69,7 @@ def emit_directions_variant(w: Writer, algorithm: Algorithm, dims: Dims,
             w.line("const int i = t % items;")
             w.line(f"if (i < args.batch) {name}_group<T>(args, (size_t)i, t / items);")
     w.line()
-    w.doc(f"Dynamic shared memory of one `{name}` block: none.")
-    w.line("template <typename T>")
-    with w.block(f"constexpr size_t {name}_shared_bytes()"):
-        w.line("return 0;")
-    w.line()
-    w.line("template <typename T>")
-    with w.block(f"inline int configure_{name}()"):
-        w.line(f"return configure_kernel({name}_kernel<T>, size_t{{0}});")
-    w.line()
+    emit_configure(w, name, "size_t{0}")
     w.doc(f"Launch `{algorithm.name}` (directions strategy, {groups} groups) on `stream`.")
     w.line("template <typename T>")
     with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"

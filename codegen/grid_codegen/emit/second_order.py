@@ -95,11 +95,13 @@ def second_order_values(model: RobotModel, X: list, I: Sequence, qd: Sequence,
 
 
 def plan_units(trace: Callable[[G.Graph, list], list], units: list[tuple[str, int]],
-               nv: int, single_pass_ops: int = SINGLE_PASS_OPS,
-               group_ops: int = GROUP_OPS) -> tuple[list[list[tuple[str, int]]], int]:
+               nv: int, single_pass_ops: int | None = None,
+               group_ops: int | None = None) -> tuple[list[list[tuple[str, int]]], int]:
     """Groups of `units` and their traced operation count in all: one group when they
-    trace to at most `single_pass_ops` operations, else consecutive units of at most
-    `group_ops` each (from one trace)."""
+    trace to at most `single_pass_ops` (default SINGLE_PASS_OPS) operations, else
+    consecutive units of at most `group_ops` (default GROUP_OPS) each (from one trace)."""
+    single_pass_ops = SINGLE_PASS_OPS if single_pass_ops is None else single_pass_ops
+    group_ops = GROUP_OPS if group_ops is None else group_ops
     g = G.Graph()
     result = trace(g, units)
     total = sum(1 for i in G.reachable(g, result) if g.nodes[i][0] != "in")

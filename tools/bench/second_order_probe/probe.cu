@@ -12,6 +12,7 @@
 // `probe B` times every variant (CUDA events, 20 launches) and checks that direct and
 // grouped write what the generated kernel writes.
 #include "wrapper.cu"
+#include "probe_timing.cuh"
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,8 +20,6 @@
 #include <vector>
 
 using namespace grid;
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  std::printf("CUDA error %s at %d\n", cudaGetErrorString(e), __LINE__); std::exit(1); } } while (0)
 
 constexpr int NV = 7, W = 4 * NV * NV * NV;
 
@@ -67,22 +66,6 @@ __global__ void fill(float4* out, size_t n4) {
     out[k] = make_float4(1.f, 2.f, 3.f, (float)k);
 }
 
-template <typename L>
-float time_us(L launch, int reps) {
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0)); CHECK(cudaEventCreate(&e1));
-  for (int r = 0; r < 2; ++r) launch();
-  CHECK(cudaDeviceSynchronize());
-  CHECK(cudaEventRecord(e0));
-  for (int r = 0; r < reps; ++r) launch();
-  CHECK(cudaEventRecord(e1));
-  CHECK(cudaEventSynchronize(e1));
-  float ms = 0.f;
-  CHECK(cudaEventElapsedTime(&ms, e0, e1));
-  CHECK(cudaGetLastError());
-  return ms * 1000.f / reps;
-}
-
 int main(int argc, char** argv) {
   const int B = argc > 1 ? std::atoi(argv[1]) : 65536;
   std::vector<float> host(size_t(B) * 3 * NV);
@@ -102,7 +85,7 @@ int main(int argc, char** argv) {
   CHECK(cudaMemcpy(expected.data(), reference, sizeof(float) * expected.size(), cudaMemcpyDeviceToHost));
   auto blocks = [B](int t) { return (B + t - 1) / t; };
   auto run = [&](const char* name, auto launch, bool compare) {
-    const float us = time_us(launch, 20);
+    const float us = time_us(launch, 20, 2);
     double worst = 0.0;
     if (compare) {
       CHECK(cudaMemcpy(got.data(), out, sizeof(float) * got.size(), cudaMemcpyDeviceToHost));

@@ -47,7 +47,7 @@ groups=$(sed -n 's/#define SO_GROUPS_FOUND //p' "$out/grouped/groups.inc")
 for kind in single grouped; do
   cp "$here/probe.cu" "$out/$kind/"
   extra=(); [ "$kind" = grouped ] && extra=(-DSO_GROUPS="$groups")
-  nvcc -x cu -arch=sm_90 -std=c++17 -O3 -I "$out/$kind" -DGRID_COMPILED_ARCHS='"sm_90"' "${extra[@]}" -Xptxas -v \
+  nvcc -x cu -arch=sm_90 -std=c++17 -O3 -I "$out/$kind" -I "$here/.." -DGRID_COMPILED_ARCHS='"sm_90"' "${extra[@]}" -Xptxas -v \
     -o "$out/probe_$kind" "$out/$kind/probe.cu" > "$out/ptxas_$kind.log" 2>&1 \
     || { tail -20 "$out/ptxas_$kind.log"; exit 1; }
 done

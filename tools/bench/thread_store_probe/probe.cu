@@ -19,14 +19,13 @@
 //     figures of 2026-12-02 wrote them at the FD gradient's stride of 98, overlapping)
 // `probe B [VARIANT]` times every variant (CUDA events, 30 launches) or one (for ncu).
 #include "wrapper.cu"
+#include "probe_timing.cuh"
 #include <cstdio>
 #include <vector>
 #include <cstdlib>
 #include <cstring>
 
 using namespace grid;
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  std::printf("CUDA error %s at %d\n", cudaGetErrorString(e), __LINE__); std::exit(1); } } while (0)
 
 struct FdItem {
   __device__ void operator()(const Args<float>& a, size_t i, float* out) const {
@@ -244,22 +243,6 @@ struct StepStore {
     plant_step_gradient_euler_store<float>(a, it, col, v);
   }
 };
-
-template <typename L>
-float time_us(L launch, int reps) {
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0)); CHECK(cudaEventCreate(&e1));
-  for (int r = 0; r < 3; ++r) launch();
-  CHECK(cudaDeviceSynchronize());
-  CHECK(cudaEventRecord(e0));
-  for (int r = 0; r < reps; ++r) launch();
-  CHECK(cudaEventRecord(e1));
-  CHECK(cudaEventSynchronize(e1));
-  float ms = 0.f;
-  CHECK(cudaEventElapsedTime(&ms, e0, e1));
-  CHECK(cudaGetLastError());
-  return ms * 1000.f / reps;
-}
 
 int main(int argc, char** argv) {
   const int B = argc > 1 ? std::atoi(argv[1]) : 65536;

@@ -9,7 +9,7 @@ gen="$out/gen"; rm -rf "$gen"
 PYTHONPATH="$repo/codegen" python3 -m grid_codegen generate "$urdf" --out-dir "$gen" \
   --algorithms forward_dynamics_gradient,plant_step_gradient_euler --strategy thread >/dev/null
 cp "$here/probe.cu" "$gen/"
-nvcc -x cu -arch=sm_90 -std=c++17 -O3 --extended-lambda -I "$repo/codegen/grid_codegen/include" \
+nvcc -x cu -arch=sm_90 -std=c++17 -O3 --extended-lambda -I "$repo/codegen/grid_codegen/include" -I "$here/.." \
   -I "$gen" -DGRID_COMPILED_ARCHS='"sm_90"' -Xptxas -v -o "$out/probe" "$gen/probe.cu" \
   >"$out/ptxas.log" 2>&1 || { tail -20 "$out/ptxas.log"; exit 1; }
 grep -E "Compiling entry|registers|spill" "$out/ptxas.log" | grep -B1 -A1 "_kernel\|compute_only\|direct_store" | head -60 > "$out/ptxas_summary.txt"
