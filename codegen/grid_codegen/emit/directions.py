@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from grid_codegen.emit.kernels import VariantInfo, emit_configure, input_pointer
+from grid_codegen.emit.kernels import VariantInfo, emit_configure, emit_pairs_launch, input_pointer
 from grid_codegen.emit.writer import Writer
 from grid_codegen.registry import Algorithm, Dims
 
@@ -75,22 +75,10 @@ def emit_directions_variant(w: Writer, algorithm: Algorithm, dims: Dims,
     with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
                  " grid_stream_t stream)"):
         w.line(f"if (args.batch > 2147483647 / {groups} - 32) return GRID_ERROR_INVALID_ARGUMENT;")
-        w.line("#if GRID_IS_CUDA")
-        w.line(f"const int threads = cfg.threads > 0 ? cfg.threads : {DIRECTIONS_BLOCK};")
-        w.line(f"if (threads > {DIRECTIONS_MAX_BLOCK} || threads % 32 != 0) "
-               "return GRID_ERROR_INVALID_ARGUMENT;")
-        w.line(f"int blocks = (((args.batch + 31) & ~31) * {groups} + threads - 1) / threads;")
-        w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
-        w.line("if (blocks == 0) return GRID_OK;")
-        w.line(f"{name}_kernel<T><<<blocks, threads, 0, stream>>>(args);")
-        w.line("return launch_status();")
-        w.line("#else")
-        w.line("(void)cfg;")
-        w.line("(void)stream;")
-        with w.block("for (int i = 0; i < args.batch; ++i)"):
-            w.line(f"for (int g = 0; g < {groups}; ++g) {name}_group<T>(args, (size_t)i, g);")
-        w.line("return GRID_OK;")
-        w.line("#endif")
+        emit_pairs_launch(w, name, DIRECTIONS_BLOCK, DIRECTIONS_MAX_BLOCK,
+                          f"((args.batch + 31) & ~31) * {groups}",
+                          (f"for (int g = 0; g < {groups}; ++g)",
+                           f"{name}_group<T>(args, (size_t)i, g);"))
     w.line()
     return VariantInfo("directions", DIRECTIONS_BLOCK, DIRECTIONS_MAX_BLOCK,
                        max(1, DIRECTIONS_BLOCK // groups), "0", ops)

@@ -464,3 +464,27 @@ def emit_configure(w: Writer, name: str, shared: str, first: Sequence[str] = (),
             w.line("return GRID_OK;  // the host build has no kernels of this variant")
             w.line("#endif")
     w.line()
+
+
+def emit_pairs_launch(w: Writer, name: str, threads: int, max_threads: int, pairs: str,
+                      host_loop: tuple[str, str]) -> None:
+    """The body of a launcher whose kernel `<name>_kernel` runs one thread per entry of
+    `pairs` (a C++ count: items times the threads of an item) without shared memory;
+    `host_loop`: the host build's inner loop header and statement, inside a loop over
+    the items `i`."""
+    w.line("#if GRID_IS_CUDA")
+    w.line(f"const int threads = cfg.threads > 0 ? cfg.threads : {threads};")
+    w.line(f"if (threads > {max_threads} || threads % 32 != 0) "
+           "return GRID_ERROR_INVALID_ARGUMENT;")
+    w.line(f"int blocks = ({pairs} + threads - 1) / threads;")
+    w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
+    w.line("if (blocks == 0) return GRID_OK;")
+    w.line(f"{name}_kernel<T><<<blocks, threads, 0, stream>>>(args);")
+    w.line("return launch_status();")
+    w.line("#else")
+    w.line("(void)cfg;")
+    w.line("(void)stream;")
+    with w.block("for (int i = 0; i < args.batch; ++i)"):
+        w.line(f"{host_loop[0]} {host_loop[1]}")
+    w.line("return GRID_OK;")
+    w.line("#endif")

@@ -16,7 +16,7 @@ f_ext: a call with one runs the `fallback` variant's launcher instead.
 
 from __future__ import annotations
 
-from grid_codegen.emit.kernels import VariantInfo
+from grid_codegen.emit.kernels import VariantInfo, emit_pairs_launch
 from grid_codegen.emit.writer import Writer
 from grid_codegen.registry import Algorithm, Dims
 
@@ -79,21 +79,8 @@ def emit_rows_variant(w: Writer, algorithm: Algorithm, dims: Dims, vjp_item: str
                  " grid_stream_t stream)"):
         w.line(f"if (args.in[3] != nullptr) return launch_{algorithm.name}_{fallback}<T>("
                "args, cfg, stream);")
-        w.line("#if GRID_IS_CUDA")
-        w.line(f"const int threads = cfg.threads > 0 ? cfg.threads : {ROWS_BLOCK};")
-        w.line(f"if (threads > {ROWS_MAX_BLOCK} || threads % 32 != 0) "
-               "return GRID_ERROR_INVALID_ARGUMENT;")
-        w.line(f"int blocks = (args.batch * {nv} + threads - 1) / threads;")
-        w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
-        w.line("if (blocks == 0) return GRID_OK;")
-        w.line(f"{name}_kernel<T><<<blocks, threads, 0, stream>>>(args);")
-        w.line("return launch_status();")
-        w.line("#else")
-        w.line("(void)cfg;")
-        w.line("(void)stream;")
-        with w.block("for (int i = 0; i < args.batch; ++i)"):
-            w.line(f"for (int r = 0; r < {nv}; ++r) {name}_row<T>(args, (size_t)i, r);")
-        w.line("return GRID_OK;")
-        w.line("#endif")
+        emit_pairs_launch(w, name, ROWS_BLOCK, ROWS_MAX_BLOCK, f"args.batch * {nv}",
+                          (f"for (int r = 0; r < {nv}; ++r)",
+                           f"{name}_row<T>(args, (size_t)i, r);"))
     w.line()
     return VariantInfo("rows", ROWS_BLOCK, ROWS_MAX_BLOCK, max(1, ROWS_BLOCK // nv), "0", ops)
