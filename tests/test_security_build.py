@@ -170,11 +170,12 @@ def test_a_planted_staging_link_is_removed_not_followed(tmp_path):
 
 # -- the JAX handler's folders --------------------------------------------------------------
 def test_jax_fallback_uses_the_per_user_folder_only_when_private(tmp_path, monkeypatch, capfd):
+    from grid_rbd import _native_library as native
     from grid_rbd.jax import _ffi_build
 
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     base = tmp_path / f"grid-rbd-{os.getuid()}"
-    folder = _ffi_build._fallback_folder("k" * 24, "test")
+    folder = native.fallback_folder(_ffi_build.KIND, "k" * 24, "test")
     assert folder == base / "jax_ffi" / ("k" * 24) and _mode(base) == 0o700
     # Planted by someone else (here: too open, or a link): never used.
     for plant in ("open", "link"):
@@ -187,7 +188,7 @@ def test_jax_fallback_uses_the_per_user_folder_only_when_private(tmp_path, monke
         else:
             (tmp_path / "elsewhere").mkdir(exist_ok=True)
             base.symlink_to(tmp_path / "elsewhere")
-        folder = _ffi_build._fallback_folder("k" * 24, "test")
+        folder = native.fallback_folder(_ffi_build.KIND, "k" * 24, "test")
         assert base not in (folder, *folder.parents) and folder.parent == tmp_path
         assert folder.name.startswith("grid-rbd-jax-") and _mode(folder) == 0o700
         assert "is not a private folder of this user" in capfd.readouterr().err
@@ -225,6 +226,7 @@ def test_jax_handler_is_built_in_cache_dir_verified_and_rebuilt_when_damaged(
 
 def test_jax_lock_file_is_never_followed(tmp_path, monkeypatch):
     pytest.importorskip("jax")
+    from grid_rbd import _native_library as native
     from grid_rbd._integrity import StoreError
     from grid_rbd.jax import _ffi_build
 
@@ -236,5 +238,6 @@ def test_jax_lock_file_is_never_followed(tmp_path, monkeypatch):
     monkeypatch.setattr(_ffi_build, "compile_handler",
                         lambda *a: pytest.fail("compiled through a followed lock"))
     with pytest.raises(StoreError, match=r"symbolic link"):
-        _ffi_build._built(folder, "k" * 24, "/usr/bin/g++")
+        native.built_in(_ffi_build.KIND, folder, "k" * 24,
+                        _ffi_build._compile_into("/usr/bin/g++"))
     assert victim.read_text() == "precious"

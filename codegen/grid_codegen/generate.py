@@ -219,8 +219,6 @@ def _add_directions_variant(builds: list[AlgorithmBuild], sections: UnitSections
                                               bool(joint_table)):
         return
     build = builds[k]
-    if "thread" not in (v.strategy for v in build.variants):
-        return
     with sections.section(build.algorithm.name):
         items = build_direction_items(sections.library, model, ee_frames,
                                       options.runtime_inertia, build.algorithm, dims,

@@ -42,10 +42,6 @@ def build_key(source: bytes, jaxlib_version: str, compiler: str, compiler_versio
                             " ".join(flags))
 
 
-def _fallback_folder(key: str, why: str) -> Path:
-    return native.fallback_folder(KIND, key, why)
-
-
 @functools.cache
 def handler_library(cache_dir: str | None = None) -> Path:
     """The path of the compiled handler, building it on the first call on this machine.
@@ -68,12 +64,6 @@ def _compile_into(compiler: str) -> Callable[[Path], None]:
         compile_handler(compiler, jax.ffi.include_dir(), SOURCE, target)
 
     return compile_into
-
-
-def _built(folder: Path, key: str, compiler: str) -> Path:
-    """The verified handler in `folder`, compiled there first when it is missing or
-    fails its check (under the folder's build lock)."""
-    return native.built_in(KIND, folder, key, _compile_into(compiler))
 
 
 def compile_handler(compiler: str, include_dir: str, source: Path, target: Path) -> None:
