@@ -202,13 +202,13 @@ def test_runtime_inertia_table():
 STRATEGY_ROBOTS = ("iiwa14", "go2", "hyq")
 
 
-@pytest.mark.parametrize("strategy", ["thread", "warp", "block", "rows"])
+@pytest.mark.parametrize("strategy", ["thread", "warp", "block", "tangents"])
 @pytest.mark.parametrize("robot", STRATEGY_ROBOTS)
 def test_every_strategy_matches_reference(robot, strategy):
     """Every variant of an `auto` artifact, chosen explicitly per call, against the
     reference: fixed base, floating base, a branching tree; f_ext where it applies
     (algorithms without the variant, such as the thread-only reverse-mode kernels and
-    every algorithm but a vector configuration's FD gradient for "rows", are skipped)."""
+    every algorithm but the FD gradient for "tangents", are skipped)."""
     artifact, _ = build_cached(robot, dtype="float64")
     ref = reference.load(ROBOTS[robot].path, floating_base=ROBOTS[robot].floating_base)
     state = artifact.state()
@@ -223,18 +223,18 @@ def test_every_strategy_matches_reference(robot, strategy):
         assert_scaled_close(actual, expected, tolerance(artifact.dtype, algorithm, ref, s.q),
                             f"{algorithm} ({strategy})")
     state.close()
-    expected_count = {"thread": len(ALGORITHMS), "rows": int(ref.nq == ref.nv)}
+    expected_count = {"thread": len(ALGORITHMS), "tangents": 1}
     assert ran == expected_count.get(strategy, len(ALGORITHMS) - 2)  # warp/block: no VJPs
 
 
 def test_dispatch_tables():
-    """An `auto` artifact carries every strategy (and a vector configuration's FD
-    gradient the rows strategy, tests/test_vjp_kernels.py); the CPU default picks the
-    thread strategy (SIMD over items), a state's table can be replaced and restored, bad
-    tables are refused, and a single-strategy artifact carries only that variant."""
+    """An `auto` artifact carries every strategy (and the FD gradient the tangents
+    strategy); the CPU default picks the thread strategy (SIMD over items), a state's
+    table can be replaced and restored, bad tables are refused, and a single-strategy
+    artifact carries only that variant."""
     artifact, _ = build_cached("iiwa14", dtype="float64")
     info = artifact.algorithms["forward_dynamics_gradient"]
-    assert info.variants == ("thread", "warp", "block", "rows")
+    assert info.variants == ("thread", "warp", "block", "tangents")
     assert info.dispatch == ((1, 0),)
     state = artifact.state()
     assert state.chosen_variant("forward_dynamics_gradient", 1) == "thread"

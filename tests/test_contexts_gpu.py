@@ -114,13 +114,13 @@ def test_gpu_small_host_calls_run_on_the_mapped_mirror(gpu, ref, batch):
 
 
 @pytest.mark.parametrize("batch", [1, 5, 300])
-def test_gpu_fd_gradient_rows_strategy(gpu, ref, batch):
-    """The FD gradient's rows strategy (one thread per output row through the reverse-mode
-    pass) on the GPU against the reference, without and with f_ext (its fallback)."""
+def test_gpu_fd_gradient_tangents_strategy(gpu, ref, batch):
+    """The FD gradient's tangents strategy (one thread per column, a forward-mode pass
+    seeded at run time) on the GPU against the reference, without and with f_ext."""
     ctx = gpu.context()
     try:
-        assert "rows" in ctx.variants("forward_dynamics_gradient")
-        ctx.set_variant_for("forward_dynamics_gradient", "rows")
+        assert "tangents" in ctx.variants("forward_dynamics_gradient")
+        ctx.set_variant_for("forward_dynamics_gradient", "tangents")
         s = random_states(ref.model, batch, seed=6)
         q, qd, u, fe = (np.ascontiguousarray(x, np.float32) for x in (s.q, s.qd, s.u, s.f_ext))
         d = [x.astype(np.float64) for x in (q, qd, u, fe)]

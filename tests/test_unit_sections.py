@@ -53,12 +53,13 @@ def test_each_unit_reads_its_algorithm_and_what_it_calls(iiwa14_units):
         text = _preprocessed(folder, f"unit_{name}.cu")
         assert len(text) < len(whole), name
         for other in algorithms:
-            launchers = re.search(rf"\blaunch_{other}_(thread|warp|block|rows)\b", text)
+            launchers = re.search(rf"\blaunch_{other}_(thread|warp|block|tangents)\b", text)
             assert bool(launchers) == (other == name), (name, other)
             assert re.search(rf"\blaunch_{other}_thread\b", whole), other
-    # the FD gradient's rows variant calls the FD VJP's item: its unit reads that item
+    # the FD gradient's tangents variant has an item of its own, not the FD VJP's
     fdg = _preprocessed(folder, "unit_forward_dynamics_gradient.cu")
-    assert "_rows" in fdg and re.search(r"\bforward_dynamics_vjp_thread\b", fdg)
+    assert re.search(r"\bforward_dynamics_gradient_tangent_thread\b", fdg)
+    assert not re.search(r"\bforward_dynamics_vjp_thread\b", fdg)
     crba = _preprocessed(folder, "unit_crba.cu")
     assert not re.search(r"\bforward_dynamics_vjp_thread\b", crba)
 

@@ -151,35 +151,3 @@ def test_joint_type_vjps_match_differences(urdf, mimic):
         _check_against_differences(state, q, qd, u, ct)
     finally:
         state.close()
-
-
-# -- the FD gradient's rows strategy (one thread per output row, the VJP pass) -----------
-def test_rows_strategy_matches_the_thread_strategy():
-    """iiwa14 (a vector configuration) carries the rows variant; it equals the thread
-    variant, and with f_ext it serves the call through its fallback; a floating base
-    (nq != nv) and an explicit strategy carry none."""
-    model = parse_urdf(ROBOTS["iiwa14"].path)
-    so, _ = _build(model, CodegenOptions(dtype="float64", algorithms=(
-        "forward_dynamics_gradient", "forward_dynamics_vjp")), "cpu")
-    artifact = Artifact(so)
-    assert artifact.algorithms["forward_dynamics_gradient"].variants[-1] == "rows"
-    rng = np.random.default_rng(8)
-    q, qd, u = (rng.uniform(-1.5, 1.5, (6, model.nv)) for _ in range(3))
-    f_ext = rng.uniform(-1, 1, (6, 6 * model.nb))
-    state = artifact.state()
-    try:
-        thread = state.call("forward_dynamics_gradient", q, qd, u)
-        with_f = state.call("forward_dynamics_gradient", q, qd, u, f_ext)
-        assert state.set_dispatch("forward_dynamics_gradient", [(1, "rows")]) == 0
-        assert state.chosen_variant("forward_dynamics_gradient", 1) == "rows"
-        np.testing.assert_allclose(state.call("forward_dynamics_gradient", q, qd, u), thread,
-                                   rtol=1e-10, atol=1e-10)
-        np.testing.assert_allclose(state.call("forward_dynamics_gradient", q, qd, u, f_ext),
-                                   with_f, rtol=1e-12, atol=1e-12)
-    finally:
-        state.close()
-    floating = parse_urdf(ROBOTS["iiwa14"].path, floating_base=True)
-    for m, strategy in ((floating, "auto"), (model, "thread")):
-        so, _ = _build(m, CodegenOptions(dtype="float64", strategy=strategy, algorithms=(
-            "forward_dynamics_gradient", "forward_dynamics_vjp")), "cpu")
-        assert "rows" not in Artifact(so).algorithms["forward_dynamics_gradient"].variants

@@ -15,9 +15,8 @@ The GPU model (one H200-class device; coarse by design, it only has to rank vari
   operations (no constant folding across units) at ~25% lane efficiency
   (latency `3 ops / 8` ns); throughput ~4 Top/s of traced work;
 * block: as warp, with block barriers: latency `3 ops / 6` ns, throughput ~2 Top/s;
-* rows (the FD gradient of a vector configuration, `emit.rows`): a reverse-mode pass of
-  `ops` per thread, nv threads per item: the thread strategy's rates over `work` = nv
-  passes per item.
+* tangents (the FD gradient, `emit.tangents`): a forward-mode pass of `ops` per thread,
+  2 nv threads per item: the thread strategy's rates over `work` = 2 nv passes per item.
 * columns (the inverse-dynamics regressor's warp strategy, `emit.regressor_warp`): a
   traced pass on one lane, then lane-parallel rows: the thread strategy's rates over
   `work` (the pass plus 32 lanes' loops).
@@ -54,9 +53,9 @@ _GPU = {  # strategy: (latency seconds per traced op, throughput traced ops per 
     "thread": (1.0e-9, 15e12),
     "warp": (3.0 / 8.0 * 1e-9, 4e12),
     "block": (3.0 / 6.0 * 1e-9, 2e12),
-    "rows": (1.0e-9, 15e12),
     "columns": (1.0e-9, 15e12),
     "directions": (1.0e-9, 15e12),
+    "tangents": (1.0e-9, 15e12),
 }
 
 SCATTERED_S = 2.0e-11

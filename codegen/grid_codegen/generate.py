@@ -24,9 +24,14 @@ from grid_codegen.emit.kernels import (
     emit_thread_variant,
 )
 from grid_codegen.emit.prelude import emit_prelude
-from grid_codegen.emit.rows import emit_rows_variant, rows_applicable
 from grid_codegen.emit.strategy import make_strategy
-from grid_codegen.emit.thread import TooLarge, build_direction_items, build_thread_item
+from grid_codegen.emit.tangents import emit_tangents_variant, tangents_applicable
+from grid_codegen.emit.thread import (
+    TooLarge,
+    build_direction_items,
+    build_tangent_item,
+    build_thread_item,
+)
 from grid_codegen.emit.thread_parts import build_parts
 from grid_codegen.emit.unit_sections import UnitSections
 from grid_codegen.emit.wrapper import AlgorithmBuild, emit_unit, emit_wrapper, unit_file
@@ -131,7 +136,8 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
             modelled = [_model_variant(v, max(v.ops, ops), entry, dims) for v in variants]
             builds.append(_build(entry, dims, options, variants, modelled))
 
-    _add_rows_variant(builds, sections, model, dims, options, joint_table, transform_table)
+    _add_tangents_variant(builds, sections, model, ee_frames, dims, options, joint_table,
+                          transform_table)
     _add_directions_variant(builds, sections, model, ee_frames, dims, options, joint_table,
                             transform_table)
     _add_regressor_warp_variant(builds, sections, model, ee_frames,
@@ -184,27 +190,28 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
     return files
 
 
-def _add_rows_variant(builds: list[AlgorithmBuild], sections: UnitSections,
-                      model: RobotModel, dims: Dims, options: CodegenOptions, joint_table: int,
-                      transform_table: int) -> None:
-    """The FD gradient's rows strategy (`emit.rows`), once the reverse-mode pass it calls
-    is built; its default dispatch tables are recomputed with it."""
+def _add_tangents_variant(builds: list[AlgorithmBuild], sections: UnitSections,
+                          model: RobotModel, ee_frames: tuple, dims: Dims,
+                          options: CodegenOptions, joint_table: int,
+                          transform_table: int) -> None:
+    """The FD gradient's tangents strategy (`emit.tangents`): one forward-mode pass per
+    (item, column); its default dispatch tables are recomputed with it."""
     at = {b.algorithm.name: k for k, b in enumerate(builds)}
-    k, v = at.get("forward_dynamics_gradient"), at.get("forward_dynamics_vjp")
-    if k is None or v is None or not levels_cover(model):
+    k = at.get("forward_dynamics_gradient")
+    if k is None or not levels_cover(model):
         return
     build = builds[k]
-    if not rows_applicable(build.algorithm, dims, options.algorithms, options.strategy):
+    if not tangents_applicable(build.algorithm, options.strategy, bool(joint_table)):
         return
-    vjp_ops = builds[v].variants[0].ops
     with sections.section(build.algorithm.name):
-        rows = emit_rows_variant(sections.kernels, build.algorithm, dims,
-                                 f"{builds[v].algorithm.name}_thread", vjp_ops,
-                                 build.variants[0].strategy, bool(joint_table),
-                                 bool(transform_table))
-    sections.calls(build.algorithm.name, builds[v].algorithm.name)
-    builds[k] = _with_variant(build, rows, dispatch.Variant("rows", vjp_ops, vjp_ops * dims.nv),
-                              dims, options)
+        item = build_tangent_item(sections.library, model, ee_frames, options.runtime_inertia,
+                                  build.algorithm, dims, sections.items,
+                                  options.runtime_transform)
+        sections.items.line()
+        variant = emit_tangents_variant(sections.kernels, build.algorithm, dims, item.name,
+                                        item.ops, bool(transform_table))
+    builds[k] = _with_variant(build, variant, dispatch.Variant(
+        "tangents", item.ops, item.ops * 2 * dims.nv), dims, options)
 
 
 def _add_directions_variant(builds: list[AlgorithmBuild], sections: UnitSections,

@@ -430,6 +430,34 @@ def build_direction_items(w_library: PassLibrary, model: RobotModel, ee_frames: 
     return items
 
 
+def build_tangent_item(library: PassLibrary, model: RobotModel, ee_frames: tuple,
+                       runtime_inertia: bool, algorithm: Algorithm, dims: Dims, w: Writer,
+                       runtime_transform: bool = False) -> ThreadItem:
+    """The item function of the FD gradient's tangents strategy (`emit.tangents`):
+    `<name>_tangent_thread(..., out, [transform,] seed)` writes `dqdd/dz . seed` (nv) to
+    `out` by forward mode (`symbolic.algorithms.fd_tangent`)."""
+    nv = model.nv
+    plan = _Plan(model, ee_frames, runtime_inertia, library, None, runtime_transform)
+    kb = ItemBuilder(library)
+    ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
+             for p in algorithm.inputs}
+    X = plan.transforms(kb, ports["q"])
+    seed = Array.runtime("seed", 2 * nv, "item")
+    out = Array.runtime("out", nv, "out")
+    plan.dynamics_call(
+        kb, "fd_tangent", "dqdd/dz . seed at qdd = FD(q, qd, u): ABA, RNEA's derivative "
+        "along the seed there, and ABA's solve with the same articulated inertias.",
+        lambda x, qd, u, f, s, I, g: A.fd_tangent(
+            model, A.unflatten_placements(x, model.nb), I, qd, u, f, g, s),
+        [X, ports["qd"], ports["u"], ports["f_ext"], seed], out)
+    name = f"{algorithm.name}_tangent_thread"
+    kb.emit_item_function(w, name, f"One direction of `{algorithm.name}` of one item: "
+                          "column `dqdd/dz . seed` (`emit.tangents`).",
+                          [*item_params(algorithm, dims, False, runtime_transform),
+                           "const T* GRID_RESTRICT seed"])
+    return ThreadItem(name, kb.total_ops)
+
+
 def state_views(ports: dict[str, Array], dims: Dims) -> list[tuple[str, str]]:
     """For an algorithm whose input is the state `x = [q, qd]` (the fused step
     gradients, which take what the plant methods are given, so that no call splits `x`

@@ -10,8 +10,7 @@ traced pass, each algorithm's item functions and each algorithm's kernels in a *
     #endif
 
 and an algorithm's unit defines `GRID_UNIT` and the sections it needs: its algorithm's
-items and kernels, the passes they call, and the items (and their passes) of every
-algorithm whose items its kernels call (the FD gradient's rows variant calls the FD VJP's).
+items and kernels and the passes they call.
 A build that reads the whole header (the single-file build, the wrapper of a split one)
 defines no `GRID_UNIT`.
 
@@ -49,7 +48,6 @@ class UnitSections:
     """Whether units read only their sections (else every unit reads all the header)."""
     _ranges: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     _passes: dict[str, set[str]] = field(default_factory=dict)
-    _calls: dict[str, set[str]] = field(default_factory=dict)
     _touched_inside: list[tuple[int, int]] = field(default_factory=list)
     _lines: dict[str, int] = field(default_factory=dict)  # section -> lines, once emitted
 
@@ -67,24 +65,12 @@ class UnitSections:
         self._passes.setdefault(algorithm, set()).update(self.library.touched[touched:end])
         self._touched_inside.append((touched, end))
 
-    def calls(self, algorithm: str, callee: str) -> None:
-        """`algorithm`'s kernels call `callee`'s item functions."""
-        self._calls.setdefault(algorithm, set()).add(callee)
-
     def needs(self, algorithm: str) -> list[str]:
         """The sections `algorithm`'s unit reads, sorted (empty when not sectioned)."""
         if not self.partial:
             return []
-        needed = {f"kernels_{algorithm}"}
-        todo, seen = [algorithm], set()
-        while todo:  # the items (and their passes) of the algorithm and of its callees
-            name = todo.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            needed.add(f"items_{name}")
-            needed.update(f"pass_{p}" for p in self._passes.get(name, ()))
-            todo.extend(self._calls.get(name, ()))
+        needed = {f"kernels_{algorithm}", f"items_{algorithm}"}
+        needed.update(f"pass_{p}" for p in self._passes.get(algorithm, ()))
         return sorted(needed)
 
     def weight(self, algorithm: str) -> int:

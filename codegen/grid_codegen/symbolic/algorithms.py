@@ -459,6 +459,24 @@ def fd_derivatives(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequenc
     return neg_product(Minv, dtau)
 
 
+def fd_tangent(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
+               qd: Sequence, u: Sequence, fext: Sequence | None, gravity: object,
+               seed: Sequence) -> list:
+    """`dqdd/dz . seed` at `qdd = FD(q, qd, u)`, `z = (q, qd)` (`seed`: 2 nv entries,
+    typically a unit vector given at run time; `q` a vector configuration). Forward
+    mode only: ABA gives `qdd` and the articulated inertias, RNEA's derivative along the
+    seed at that `qdd` gives `dtau`, and ABA's solve with the same inertias (no
+    velocity, no gravity) gives `M^-1 dtau`; the column is its negative."""
+    nv = model.nv
+    art = Articulated(model, X, I)
+    qdd = aba(model, X, I, qd, u, fext, gravity, art)
+    Xd = perturb_transforms(model, X, [Dual(0.0, {0: seed[k]}) for k in range(nv)])
+    qd_d = [Dual(qd[k], {0: seed[nv + k]}) for k in range(nv)]
+    tau = rnea(model, Xd, I, qd_d, qdd, fext, gravity)
+    dtau = [t.d.get(0, 0.0) if isinstance(t, Dual) else 0.0 for t in tau]
+    return [-x for x in aba(model, X, I, [0.0] * nv, dtau, None, 0.0, art)]
+
+
 def neg_product(A: Sequence[Sequence], B: Sequence[Sequence]) -> list[list]:
     """`-A B` with exact zeros of `B` skipped."""
     n, m = len(B), len(B[0])
