@@ -224,7 +224,7 @@ def test_single_states_out_and_errors(case):
     with pytest.raises(TypeError, match="unexpected keyword"):
         h.inverse_dynamics(q, qd, qddd=qdd)
     if case.floating:
-        with pytest.raises(NotImplementedError, match="vector configuration"):
+        with pytest.raises(NotImplementedError, match="Pinocchio's state"):
             h.plant_step_gradient_euler  # noqa: B018 - the refusal is on access
         with pytest.raises(RuntimeError, match="world_kinematics"):  # converted; not built
             h.frame_jacobian(q, "thigh")

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import ROBOTS, random_states
+from support import ROBOTS, assert_scaled_close, random_states
 
 import grid_rbd
 import grid_rbd.reference as reference
+from grid_rbd._step_inputs import plan_of
 
 INTEGRATORS = ("euler", "semi_implicit_euler", "rk4")
 DYNAMICS = ["forward_dynamics", "forward_dynamics_gradient", "minv"]
@@ -200,9 +201,8 @@ def test_cost_frames_are_the_default_of_ee_pos_cost(tmp_path):
 
 @pytest.mark.parametrize("integrator", ["euler", "semi_implicit_euler"])
 def test_fused_step_gradient_kernel(shared_store, integrator):
-    """emit_plant=True: plant_step_gradient is one kernel, equal to the composed form and
-    the reference (iiwa14, float64), for a batch and a single state; a free flyer keeps
-    the composed form (nq != nv) and the profile refuses to build there."""
+    """emit_plant=True: plant_step_gradient is one kernel, equal to the reference
+    (iiwa14, float64), for a batch and a single state; rk4 is refused."""
     urdf = str(ROBOTS["iiwa14"].path)
     # The session store (tests/conftest.py): one build for both integrators.
     fused = grid_rbd.register_robot("iiwa14_fused_plant", urdf_path=urdf, dtype="float64",
@@ -219,7 +219,28 @@ def test_fused_step_gradient_kernel(shared_store, integrator):
     with pytest.raises(RuntimeError, match="plant_step_gradient needs"):
         fused.plant_step_gradient(x, s.u, 0.02, "rk4")
     fused.close()
-    with pytest.raises(ValueError, match="vector configuration"):
-        grid_rbd.register_robot("iiwa14_fused_plant_ff", urdf_path=urdf, floating_base=True,
-                                dtype="float64", algorithm_list=["plant"],
-                                cache_dir=shared_store)
+
+
+@pytest.mark.parametrize("integrator", ["euler", "semi_implicit_euler"])
+def test_fused_step_gradient_kernel_on_a_free_flyer(shared_store, integrator):
+    """A free-flyer root: the fused kernel (the root's rows through the SE(3) chart's
+    Jacobians, `symbolic.lie`) against the reference, at rest, at small root rotations
+    per step (the Taylor side of the chart's coefficients) and large ones (the closed
+    forms), and exactly at the switch between them."""
+    urdf = str(ROBOTS["iiwa14"].path)
+    fused = grid_rbd.register_robot("iiwa14_fused_plant_ff", urdf_path=urdf,
+                                    floating_base=True, dtype="float64",
+                                    algorithm_list=["plant"], cache_dir=shared_store)
+    assert plan_of(fused).fused[integrator] == f"plant_step_gradient_{integrator}"
+    ref = reference.load(ROBOTS["iiwa14"].path, floating_base=True)
+    s = random_states(ref.model, 9, seed=22)
+    qd = s.qd.copy()
+    dt = 0.02
+    qd[0] = 0.0  # at rest
+    for k, angle in enumerate((1e-4, 0.3, 0.5, 0.7, 2.0), start=1):  # |dt w| per step
+        qd[k, 3:6] *= angle / dt / np.linalg.norm(qd[k, 3:6])
+    x = np.concatenate([s.q, qd], axis=1)
+    got = fused.plant_step_gradient(x, s.u, dt, integrator)
+    want = ref.plant_step_gradient(x, s.u, dt, integrator)
+    assert_scaled_close(got, want, 1e-9, f"fused {integrator} on a free flyer")
+    fused.close()

@@ -35,7 +35,7 @@ def test_staged_thread_kernels_match_the_reference(tmp_path, robot, dtype):
     from test_codegen_gpu import _require_cuda
     torch = _require_cuda()
     spec = ROBOTS[robot]
-    plant = [] if spec.floating_base else ["plant"]
+    plant = ["plant"]  # the fused step gradients, a free-flyer root (go2) included
     np_dtype = np.dtype(dtype)
     th = grid_rbd.register_robot(f"{robot}_staged", urdf_path=str(spec.path),
                                  floating_base=spec.floating_base, dtype=dtype,
@@ -55,7 +55,8 @@ def test_staged_thread_kernels_match_the_reference(tmp_path, robot, dtype):
             assert_scaled_close(got.reshape(batch, -1), want.reshape(batch, -1),
                                 tolerance(np_dtype, name, ref, s.q), f"{name} B={batch}")
         if plant:
-            # Both integrators: V staged, the position rows written with it (`<alg>_store`).
+            # Both integrators: on a vector configuration V staged and the position rows
+            # written with it (`<alg>_store`); on go2's free flyer the whole item row.
             x = torch.cat([dev["q"], dev["qd"]], 1)
             x_host = np.concatenate([s.q, s.qd], 1)
             for integrator in ("euler", "semi_implicit_euler"):

@@ -301,9 +301,10 @@ class MujocoHandle(FrameMethods, ContactMethods, CollisionMethods, PlantMethods,
         # array conversion); the methods composed over states are this class's own.
         if not self._floating or name in _FORWARDED or name.startswith("_"):
             return value
-        if name.startswith("plant_step_gradient_"):  # never built on a free flyer
-            raise NotImplementedError(f"{name} is a fused kernel of a vector configuration "
-                                      "(nq == nv); use plant_step_gradient(x, u, dt, ...)")
+        if name.startswith("plant_step_gradient_"):  # it reads Pinocchio's state
+            raise NotImplementedError(f"{name} is a fused kernel over Pinocchio's state; in "
+                                      "the MuJoCo convention use plant_step_gradient(x, u, "
+                                      "dt, ...)")
         raise NotImplementedError(
             f"{name} takes Pinocchio's state only (the JAX _checked/_stamped twins); in "
             f"the MuJoCo convention use the converted methods ({', '.join(CONVERTED)}, "

@@ -298,10 +298,10 @@ class PlantMethods:
     def plant_step_gradient(self, x: Any, u: Any, dt: float, integrator_type: str = "euler",
                             *, gravity: float = -9.81) -> Any:
         """`(B, 2nv, 3nv)`: `[A | B] = dx'/d(x, u)` in the tangent `[dq, dqd]` of the
-        states and `u` (forward-only). With the plant profile (`emit_plant=True`) and a
-        vector configuration, euler and semi-implicit euler are one fused kernel that
-        reads `x` itself; otherwise it is composed from FD, its gradient and M^-1 over
-        the chart."""
+        states and `u` (forward-only). With the plant profile (`emit_plant=True`) on a
+        vector configuration or a free-flyer root, euler and semi-implicit euler are one
+        fused kernel that reads `x` itself; otherwise it is composed from FD, its
+        gradient and M^-1 over the chart."""
         dt = check_step(integrator_type, dt)
         fused = plan_of(self).fused.get(integrator_type)
         if fused is not None:  # the plant profile's kernel (emit_plant=True): one launch

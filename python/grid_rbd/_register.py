@@ -120,7 +120,8 @@ def register_robot(name: str, urdf_path: str | os.PathLike | None = None,
     cost_frames: the frames `ee_pos_cost` tracks by default (any frame names; default:
         the end effectors); part of the store key.
     emit_plant: also build the "plant" profile: plant_step_gradient of euler and
-        semi-implicit euler as one fused kernel each (robots with nq == nv; docs/plant.md).
+        semi-implicit euler as one fused kernel each (a vector configuration or a
+        free-flyer root over revolute and prismatic joints; docs/plant.md).
         Keyed only when True (it adds the profile to algorithm_list).
     enable_tool: a welded tool or payload can be attached at run time (`attach_tool`);
         implies runtime_inertia; part of the store key.

@@ -32,7 +32,8 @@ FUSED = {"euler": "plant_step_gradient_euler",
 class PlantPlan:
     """A handle's constants for the plant methods (module doc). `chart`: the recorded
     chart (`tangent_chart`: "vector", "free_flyer", joint blocks or None); `fused`:
-    integrator -> kernel method, only those built and only on a vector chart."""
+    integrator -> kernel method, only those built and only on a vector chart or a
+    free-flyer root in Pinocchio's convention."""
 
     nq: int
     nv: int
@@ -55,8 +56,11 @@ def plan_of(handle: Any) -> PlantPlan:
         nq, nv = int(handle.nq), int(handle.nv)
         chart = tangent_chart(nq, nv, handle._meta_dict())
         algorithms = frozenset(handle.algorithms)
+        # The kernels read Pinocchio's state: a vector or a free-flyer root (the MuJoCo
+        # convention's floating state is laid out otherwise and composes the gradient).
+        pinocchio = getattr(handle, "output_convention", "pinocchio") == "pinocchio"
         fused = ({i: name for i, name in FUSED.items() if name in algorithms}
-                 if chart == "vector" else {})
+                 if chart == "vector" or (chart == "free_flyer" and pinocchio) else {})
         plan = PlantPlan(nq, nv, chart, algorithms, fused)
         handle.__dict__["_plant_plan"] = plan
     return plan

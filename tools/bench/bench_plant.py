@@ -1,9 +1,8 @@
 """The plant layer per item: `plant_step_gradient` (euler and semi-implicit euler) beside
 the forward-dynamics gradient it is built on, per robot (iiwa14 and go2 at 65,536, g1 at
 16,384, and batch 1 for the latency), on the GPU (torch handle on CUDA tensors) or the
-CPU (numpy handle): the fused kernel of the plant profile on a fixed base, the composed
-form on a free flyer; and `plant_step_hessian` (numpy handle, fixed base) when
-`--hessian` is given.
+CPU (numpy handle): the fused kernel of the plant profile (a fixed base or a free-flyer
+root); and `plant_step_hessian` (numpy handle, fixed base) when `--hessian` is given.
 
     .venv/bin/python tools/bench/bench_plant.py --device cuda --robots iiwa14 \\
         --batches 65536,1 --trace --out RESULT.json
@@ -103,7 +102,7 @@ def bench_step_gradients(robot: str, handle: Any, batch: int, floating: bool,
     for integrator in INTEGRATORS:
         kernel = f"plant_step_gradient_{integrator}"
         timed = [(f"plant_step_gradient[{integrator}]",
-                  "composed" if floating else "handle",
+                  "handle" if kernel in handle.algorithms else "composed",
                   lambda i=integrator: handle.plant_step_gradient(x, s["u"], DT, i))]
         if kernel in handle.algorithms:
             timed.append((kernel, "kernel",
@@ -140,8 +139,8 @@ def bench_hessian(robot: str, name: str, args: argparse.Namespace) -> dict:
 def bench_robot(robot: str, args: argparse.Namespace) -> list[dict]:
     path, floating = _urdf(robot)
     backend = "torch" if args.device == "cuda" else "numpy"
-    # The fused step gradients (the plant profile) where the configuration is a vector.
-    profiles = ["core"] + ([] if floating else ["plant"]) \
+    # The fused step gradients (the plant profile), fixed base or free-flyer root.
+    profiles = ["core", "plant"] \
         + (["second_order"] if args.hessian and not floating else [])
     name = f"{robot}_plant_bench_{args.strategy}"
     handle = grid_rbd.register_robot(name, urdf_path=str(path), floating_base=floating,

@@ -37,7 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grid_codegen.emit.writer import Writer
+from grid_codegen.model import RobotModel
 from grid_codegen.registry import Algorithm, Dims
+from grid_codegen.symbolic import lie
 
 PREFIX = "plant_step_gradient_"
 INTEGRATORS = ("euler", "semi_implicit_euler")
@@ -55,6 +57,37 @@ def velocity_rows(nv: int, D: list[list] | None, columns: list[int], Minv: list[
             else:
                 value = dt * D[r][c] if D is not None and c in columns else 0.0
                 rows.append(value + 1.0 if c == nv + r else value)
+    return rows
+
+
+def position_rows(model: RobotModel, integrator: str, V: list, qd: list, qdd: list,
+                  dt: object) -> list:
+    """The `nv x 3nv` block `dq'/d(dq, dqd, u)` (row-major) of a free-flyer-root robot,
+    traced from the velocity rows `V` (`velocity_rows`): `q' = q (+) dt w`, `w = qd`
+    (euler) or `qd'` (semi-implicit euler), so with the chart's Jacobians `J0`, `J1` at
+    `xi = dt w` (`symbolic.lie`; the identity on the scalar joints)
+
+        euler:               dq'/dz = [J0, dt J1, 0]
+        semi-implicit euler: dq'/dz = [J0, 0, 0] + dt J1 V."""
+    nv, width = model.nv, 3 * model.nv
+    semi = integrator == "semi_implicit_euler"
+    w = [qd[k] + dt * qdd[k] if semi else qd[k] for k in range(6)]
+    J0, J1 = lie.integrate_jacobians([dt * x for x in w])
+    rows: list = []
+    for r in range(nv):
+        for c in range(width):
+            if r >= 6:  # a scalar joint: the additive chart
+                if semi:
+                    rows.append((1.0 if c == r else 0.0) + dt * V[r * width + c])
+                else:
+                    rows.append(1.0 if c == r else dt if c == nv + r else 0.0)
+                continue
+            value = J0[r][c] if c < 6 else 0.0
+            if semi:
+                value = value + dt * sum((J1[r][k] * V[k * width + c] for k in range(6)), 0.0)
+            elif nv <= c < nv + 6:
+                value = dt * J1[r][c - nv]
+            rows.append(value)
     return rows
 
 

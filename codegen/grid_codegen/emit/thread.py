@@ -33,7 +33,7 @@ from grid_codegen.emit.thread_parts import Part, cuttable
 from grid_codegen.emit.thread_vjp import VJP_OF, emit_vjp
 from grid_codegen.emit.writer import Writer
 from grid_codegen.joint_dynamics import JointDynamics
-from grid_codegen.model import RobotModel
+from grid_codegen.model import JointType, RobotModel
 from grid_codegen.registry import Algorithm, Dims
 from grid_codegen.symbolic import algorithms as A
 from grid_codegen.symbolic import centroidal as C
@@ -470,6 +470,15 @@ def state_views(ports: dict[str, Array], dims: Dims) -> list[tuple[str, str]]:
     return [("q", "x"), ("qd", f"x + {dims.nq}")]
 
 
+def free_flyer_root(model: RobotModel) -> bool:
+    """A free flyer at the root (tangent 0..5) over revolute and prismatic joints: the
+    configurations whose fused step gradient the free-flyer rows of `emit.plant` cover."""
+    joints = model.joints
+    return (model.coupling is None and bool(joints)
+            and joints[0].type is JointType.FREE_FLYER and joints[0].idx_v == 0
+            and all(j.type.scalar for j in joints[1:]))
+
+
 def _plant_step_gradient(plan: _Plan, kb: ItemBuilder, w: Writer, algorithm: Algorithm,
                          dims: Dims, ports: dict[str, Array], views: list[tuple[str, str]],
                          X: Array, unX: Callable, max_ops: int | None,
@@ -480,10 +489,11 @@ def _plant_step_gradient(plan: _Plan, kb: ItemBuilder, w: Writer, algorithm: Alg
     state `x`: `state_views`), then `<alg>_thread` and the kernel's staged store over
     it."""
     model, name = plan.model, algorithm.name
-    if model.nq != model.nv:
+    floating = model.nq != model.nv
+    if floating and not free_flyer_root(model):
         raise ValueError(f"{name}: the fused step gradient needs a vector configuration "
-                         f"(nq == nv; this robot has nq {model.nq}, nv {model.nv}); the "
-                         "handles compose it on a free flyer")
+                         "or a free-flyer root over revolute and prismatic joints (this "
+                         f"robot has nq {model.nq}, nv {model.nv}); the handles compose it")
     nv = model.nv
     solved = plan.dynamics_call(
         kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
@@ -502,6 +512,24 @@ def _plant_step_gradient(plan: _Plan, kb: ItemBuilder, w: Writer, algorithm: Alg
             D = A.neg_product(Minv, _passive_slope(P, D, qd, dcols))
         return PL.velocity_rows(nv, D, dcols, Minv, dt[0])
 
+    joint_table = bool(joint_dynamics and joint_dynamics.runtime)
+    params = item_params(algorithm, dims, joint_table, runtime_transform)
+    if floating:
+        integrator = PL.integrator_of(algorithm)
+
+        def full(x, qd, s, dt, I, g, P, columns=None):
+            V = velocity(x, qd, s, dt, I, g, P, columns)
+            return PL.position_rows(model, integrator, V, qd, s[:nv], dt[0]) + V
+
+        out = Array.runtime("out", algorithm.output_size(dims), "out")
+        _column_groups(plan, kb, f"step_gradient_{integrator}", "[dq'; dqd'] / d(dq, dqd, u) "
+                       "of one step of a free-flyer robot: the FD gradient's passes with dt "
+                       "and the identity folded in, the root's rows through the Jacobians "
+                       "of its SE(3) move", full, [X, ports["qd"], solved, ports["dt"]],
+                       out, 2 * nv, 3 * nv, max_ops)
+        kb.emit_item_function(w, f"{name}_thread", f"`{name}` of one item: {algorithm.doc}",
+                              params, views=views)
+        return ThreadItem(f"{name}_thread", kb.total_ops)
     row = PL.staged_row(algorithm, dims)
     compact = Array.runtime("out", row.width, "out")
     # (The same passes for both integrators: the library emits them once.)
@@ -509,8 +537,6 @@ def _plant_step_gradient(plan: _Plan, kb: ItemBuilder, w: Writer, algorithm: Alg
                    "+ [0, I] | dt M^-1] of one step: the FD gradient's passes with dt and "
                    "the identity folded in", velocity,
                    [X, ports["qd"], solved, ports["dt"]], compact, nv, 3 * nv, max_ops)
-    joint_table = bool(joint_dynamics and joint_dynamics.runtime)
-    params = item_params(algorithm, dims, joint_table, runtime_transform)
     kb.emit_item_function(w, row.item, f"The velocity rows of `{name}` of one item "
                           f"(`{nv} x {3 * nv}`, row-major; `emit.plant`).", params,
                           views=views)
