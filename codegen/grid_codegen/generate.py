@@ -136,8 +136,8 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
             modelled = [_model_variant(v, max(v.ops, ops), entry, dims) for v in variants]
             builds.append(_build(entry, dims, options, variants, modelled))
 
-    _add_tangents_variant(builds, sections, model, ee_frames, dims, options, joint_table,
-                          transform_table)
+    _add_tangents_variant(builds, sections, model, ee_frames, dims, options,
+                          jd is not None, transform_table)
     _add_directions_variant(builds, sections, model, ee_frames, dims, options, joint_table,
                             transform_table)
     _add_regressor_warp_variant(builds, sections, model, ee_frames,
@@ -192,16 +192,17 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
 
 def _add_tangents_variant(builds: list[AlgorithmBuild], sections: UnitSections,
                           model: RobotModel, ee_frames: tuple, dims: Dims,
-                          options: CodegenOptions, joint_table: int,
+                          options: CodegenOptions, joint_dynamics: bool,
                           transform_table: int) -> None:
     """The FD gradient's tangents strategy (`emit.tangents`): one forward-mode pass per
-    (item, column); its default dispatch tables are recomputed with it."""
+    (item, column); its default dispatch tables are recomputed with it. Not with joint
+    dynamics (its pass traces no passive torques)."""
     at = {b.algorithm.name: k for k, b in enumerate(builds)}
     k = at.get("forward_dynamics_gradient")
     if k is None or not levels_cover(model):
         return
     build = builds[k]
-    if not tangents_applicable(build.algorithm, options.strategy, bool(joint_table)):
+    if not tangents_applicable(build.algorithm, options.strategy, joint_dynamics):
         return
     with sections.section(build.algorithm.name):
         item = build_tangent_item(sections.library, model, ee_frames, options.runtime_inertia,

@@ -16,7 +16,7 @@ On an H200 (iiwa14, float32, kernel time, `tools/bench/fd_gradient_latency_probe
 3.2-4.4 us in the same runs; 7.2 against 9.7 us at B = 1,024.
 
 Built for `strategy="auto"` on the models the level strategies cover (no mimic couplings)
-without a run-time joint-dynamics table (the pass traces no passive torques).
+without joint dynamics (the pass traces no passive torques).
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ TANGENTS_BLOCK = 128
 TANGENTS_MAX_BLOCK = 256
 
 
-def tangents_applicable(algorithm: Algorithm, strategy: str, joint_table: bool) -> bool:
-    return algorithm.name == "forward_dynamics_gradient" and strategy == "auto" and not joint_table
+def tangents_applicable(algorithm: Algorithm, strategy: str, joint_dynamics: bool) -> bool:
+    return (algorithm.name == "forward_dynamics_gradient" and strategy == "auto"
+            and not joint_dynamics)
 
 
 def emit_tangents_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str, ops: int,
