@@ -194,25 +194,25 @@ def _add_tangents_variant(builds: list[AlgorithmBuild], sections: UnitSections,
                           model: RobotModel, ee_frames: tuple, dims: Dims,
                           options: CodegenOptions, joint_dynamics: bool,
                           transform_table: int) -> None:
-    """The FD gradient's tangents strategy (`emit.tangents`): one forward-mode pass per
-    (item, column); its default dispatch tables are recomputed with it. Not with joint
-    dynamics (its pass traces no passive torques)."""
-    at = {b.algorithm.name: k for k, b in enumerate(builds)}
-    k = at.get("forward_dynamics_gradient")
-    if k is None or not levels_cover(model):
+    """The tangents strategy (`emit.tangents`) of the FD gradient and the fused step
+    gradients: one forward-mode pass per (item, column); their default dispatch tables
+    are recomputed with it. Not with joint dynamics (the pass traces no passive
+    torques)."""
+    if not levels_cover(model):
         return
-    build = builds[k]
-    if not tangents_applicable(build.algorithm, options.strategy, joint_dynamics):
-        return
-    with sections.section(build.algorithm.name):
-        item = build_tangent_item(sections.library, model, ee_frames, options.runtime_inertia,
-                                  build.algorithm, dims, sections.items,
-                                  options.runtime_transform)
-        sections.items.line()
-        variant = emit_tangents_variant(sections.kernels, build.algorithm, dims, item.name,
-                                        item.ops, bool(transform_table))
-    builds[k] = _with_variant(build, variant, dispatch.Variant(
-        "tangents", item.ops, item.ops * 2 * dims.nv), dims, options)
+    for k, build in enumerate(builds):
+        if not tangents_applicable(build.algorithm, options.strategy, joint_dynamics):
+            continue
+        with sections.section(build.algorithm.name):
+            item = build_tangent_item(sections.library, model, ee_frames,
+                                      options.runtime_inertia, build.algorithm, dims,
+                                      sections.items, options.runtime_transform)
+            sections.items.line()
+            variant = emit_tangents_variant(sections.kernels, build.algorithm, dims,
+                                            item.name, item.ops, bool(transform_table))
+        columns = build.algorithm.output_shape(dims)[-1]
+        builds[k] = _with_variant(build, variant, dispatch.Variant(
+            "tangents", item.ops, item.ops * columns), dims, options)
 
 
 def _add_directions_variant(builds: list[AlgorithmBuild], sections: UnitSections,

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from grid_codegen.emit.writer import Writer
 from grid_codegen.model import RobotModel
 from grid_codegen.registry import Algorithm, Dims
+from grid_codegen.symbolic import algorithms as A
 from grid_codegen.symbolic import lie
 
 PREFIX = "plant_step_gradient_"
@@ -89,6 +90,28 @@ def position_rows(model: RobotModel, integrator: str, V: list, qd: list, qdd: li
                 value = dt * J1[r][c - nv]
             rows.append(value)
     return rows
+
+
+def step_tangent(model: RobotModel, integrator: str, X: list, I, qd: list, u: list,
+                 gravity: object, dt: object, seed: list) -> list:
+    """Column `[dq'; dqd'] / dz . seed` (2 nv) of one step's gradient, `z = [dq, dqd, du]`
+    (`seed`: 3 nv entries, a unit vector given at run time): the forward-mode FD tangent
+    (`algorithms.fd_tangent_at`), then `dqd' = seed_qd + dt dqdd` and the position row's
+    column as `position_rows` has it (the additive chart on scalar joints, the SE(3)
+    chart's Jacobians on a free-flyer root)."""
+    nv = model.nv
+    qdd, dqdd = A.fd_tangent_at(model, X, I, qd, u, None, gravity, seed)
+    v = [seed[nv + k] + dt * dqdd[k] for k in range(nv)]
+    semi = integrator == "semi_implicit_euler"
+    moved = v if semi else seed[nv:2 * nv]  # d w . seed, w = qd' or qd
+    p = [seed[k] + dt * moved[k] for k in range(nv)]
+    if model.nq != model.nv:  # a free-flyer root: its six rows through the chart
+        w = [qd[k] + dt * qdd[k] if semi else qd[k] for k in range(6)]
+        J0, J1 = lie.integrate_jacobians([dt * x for x in w])
+        for r in range(6):
+            p[r] = (sum((J0[r][k] * seed[k] for k in range(6)), 0.0)
+                    + dt * sum((J1[r][k] * moved[k] for k in range(6)), 0.0))
+    return p + v
 
 
 @dataclass(frozen=True)

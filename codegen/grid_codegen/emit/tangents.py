@@ -22,6 +22,7 @@ without joint dynamics (the pass traces no passive torques).
 from __future__ import annotations
 
 from grid_codegen.emit.kernels import VariantInfo, emit_configure, emit_pairs_launch, input_pointer
+from grid_codegen.emit.plant import integrator_of
 from grid_codegen.emit.writer import Writer
 from grid_codegen.registry import Algorithm, Dims
 
@@ -30,8 +31,14 @@ TANGENTS_MAX_BLOCK = 256
 
 
 def tangents_applicable(algorithm: Algorithm, strategy: str, joint_dynamics: bool) -> bool:
-    return (algorithm.name == "forward_dynamics_gradient" and strategy == "auto"
-            and not joint_dynamics)
+    return (_columns(algorithm) is not None and strategy == "auto" and not joint_dynamics)
+
+
+def _columns(algorithm: Algorithm) -> int | None:
+    """The directions of `algorithm`'s Jacobian in units of nv (None: no tangents)."""
+    if algorithm.name == "forward_dynamics_gradient":
+        return 2
+    return 3 if integrator_of(algorithm) is not None else None
 
 
 def emit_tangents_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str, ops: int,
@@ -39,7 +46,8 @@ def emit_tangents_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str
     """Kernel and launcher of the tangents strategy over the item function `item`
     (`emit.thread.build_tangent_item`; `ops`: its traced operations)."""
     nv = dims.nv
-    n = 2 * nv
+    n = _columns(algorithm) * nv
+    rows = algorithm.output_size(dims) // n
     name = f"{algorithm.name}_tangents"
     args = [input_pointer(algorithm, dims, k, "i") for k in range(len(algorithm.inputs))]
     args += ["args.inertia", "args.gravity", "column"]
@@ -53,10 +61,10 @@ def emit_tangents_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str
                  "int c)"):
         w.line(f"T seed[{n}];")
         w.line(f"for (int k = 0; k < {n}; ++k) seed[k] = k == c ? T(1) : T(0);")
-        w.line(f"T column[{nv}];")
+        w.line(f"T column[{rows}];")
         w.line(f"{item}<T, T>({', '.join(args)});")
-        w.line(f"T* out = args.out + i * {nv * n} + c;")
-        w.line(f"for (int r = 0; r < {nv}; ++r) out[r * {n}] = column[r];")
+        w.line(f"T* out = args.out + i * {rows * n} + c;")
+        w.line(f"for (int r = 0; r < {rows}; ++r) out[r * {n}] = column[r];")
     w.line()
     w.doc(f"Kernel of `{algorithm.name}` (tangents strategy): one (item, column) per thread.")
     w.line("template <typename T>")

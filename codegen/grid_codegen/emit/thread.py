@@ -433,28 +433,41 @@ def build_direction_items(w_library: PassLibrary, model: RobotModel, ee_frames: 
 def build_tangent_item(library: PassLibrary, model: RobotModel, ee_frames: tuple,
                        runtime_inertia: bool, algorithm: Algorithm, dims: Dims, w: Writer,
                        runtime_transform: bool = False) -> ThreadItem:
-    """The item function of the FD gradient's tangents strategy (`emit.tangents`):
-    `<name>_tangent_thread(..., out, [transform,] seed)` writes `dqdd/dz . seed` (nv) to
-    `out` by forward mode (`symbolic.algorithms.fd_tangent`)."""
+    """The item function of a tangents strategy (`emit.tangents`):
+    `<name>_tangent_thread(..., out, [transform,] seed)` writes one column of the
+    algorithm's Jacobian, the derivative along `seed`, to `out` by forward mode: the FD
+    gradient's `dqdd/dz . seed` (nv; `symbolic.algorithms.fd_tangent`) or a fused step
+    gradient's `[dq'; dqd']/dz . seed` (2 nv; `emit.plant.step_tangent`)."""
     nv = model.nv
     plan = _Plan(model, ee_frames, runtime_inertia, library, None, runtime_transform)
     kb = ItemBuilder(library)
     ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
              for p in algorithm.inputs}
+    views = state_views(ports, dims)
     X = plan.transforms(kb, ports["q"])
-    seed = Array.runtime("seed", 2 * nv, "item")
-    out = Array.runtime("out", nv, "out")
-    plan.dynamics_call(
-        kb, "fd_tangent", "dqdd/dz . seed at qdd = FD(q, qd, u): ABA, RNEA's derivative "
-        "along the seed there, and ABA's solve with the same articulated inertias.",
-        lambda x, qd, u, f, s, I, g: A.fd_tangent(
-            model, A.unflatten_placements(x, model.nb), I, qd, u, f, g, s),
-        [X, ports["qd"], ports["u"], ports["f_ext"], seed], out)
+    integrator = PL.integrator_of(algorithm)
+    if integrator is None:
+        plan.dynamics_call(
+            kb, "fd_tangent", "dqdd/dz . seed at qdd = FD(q, qd, u): ABA, RNEA's derivative "
+            "along the seed there, and ABA's solve with the same articulated inertias.",
+            lambda x, qd, u, f, s, I, g: A.fd_tangent(
+                model, A.unflatten_placements(x, model.nb), I, qd, u, f, g, s),
+            [X, ports["qd"], ports["u"], ports["f_ext"], Array.runtime("seed", 2 * nv, "item")],
+            Array.runtime("out", nv, "out"))
+    else:
+        plan.dynamics_call(
+            kb, f"step_tangent_{integrator}", f"[dq'; dqd']/d(dq, dqd, du) . seed of one "
+            f"{integrator} step: FD's tangent, then the chart's.",
+            lambda x, qd, u, dt, s, I, g: PL.step_tangent(
+                model, integrator, A.unflatten_placements(x, model.nb), I, qd, u, g, dt[0],
+                s),
+            [X, ports["qd"], ports["u"], ports["dt"], Array.runtime("seed", 3 * nv, "item")],
+            Array.runtime("out", 2 * nv, "out"))
     name = f"{algorithm.name}_tangent_thread"
     kb.emit_item_function(w, name, f"One direction of `{algorithm.name}` of one item: "
-                          "column `dqdd/dz . seed` (`emit.tangents`).",
+                          "the column along `seed` (`emit.tangents`).",
                           [*item_params(algorithm, dims, False, runtime_transform),
-                           "const T* GRID_RESTRICT seed"])
+                           "const T* GRID_RESTRICT seed"], views=views)
     return ThreadItem(name, kb.total_ops)
 
 

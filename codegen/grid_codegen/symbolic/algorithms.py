@@ -463,10 +463,18 @@ def fd_tangent(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
                qd: Sequence, u: Sequence, fext: Sequence | None, gravity: object,
                seed: Sequence) -> list:
     """`dqdd/dz . seed` at `qdd = FD(q, qd, u)`, `z = (q, qd)` (`seed`: 2 nv entries,
-    typically a unit vector given at run time; `q` a vector configuration). Forward
-    mode only: ABA gives `qdd` and the articulated inertias, RNEA's derivative along the
-    seed at that `qdd` gives `dtau`, and ABA's solve with the same inertias (no
-    velocity, no gravity) gives `M^-1 dtau`; the column is its negative."""
+    typically a unit vector given at run time), q's directions in the local chart; a
+    seed of 3 nv entries adds `dqdd/du . seed_u = M^-1 seed_u`. Forward mode only: ABA
+    gives `qdd` and the articulated inertias, RNEA's derivative along the seed at that
+    `qdd` gives `dtau`, and ABA's solve with the same inertias (no velocity, no gravity)
+    gives `M^-1 (seed_u - dtau)`."""
+    return fd_tangent_at(model, X, I, qd, u, fext, gravity, seed)[1]
+
+
+def fd_tangent_at(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
+                  qd: Sequence, u: Sequence, fext: Sequence | None, gravity: object,
+                  seed: Sequence) -> tuple[list, list]:
+    """`(qdd, dqdd)`: FD and its derivative along `seed` (`fd_tangent`)."""
     nv = model.nv
     art = Articulated(model, X, I)
     qdd = aba(model, X, I, qd, u, fext, gravity, art)
@@ -474,7 +482,9 @@ def fd_tangent(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
     qd_d = [Dual(qd[k], {0: seed[nv + k]}) for k in range(nv)]
     tau = rnea(model, Xd, I, qd_d, qdd, fext, gravity)
     dtau = [t.d.get(0, 0.0) if isinstance(t, Dual) else 0.0 for t in tau]
-    return [-x for x in aba(model, X, I, [0.0] * nv, dtau, None, 0.0, art)]
+    if len(seed) > 2 * nv:
+        dtau = [d - seed[2 * nv + k] for k, d in enumerate(dtau)]
+    return qdd, [-x for x in aba(model, X, I, [0.0] * nv, dtau, None, 0.0, art)]
 
 
 def neg_product(A: Sequence[Sequence], B: Sequence[Sequence]) -> list[list]:

@@ -1,0 +1,56 @@
+"""The tangents strategy on the GPU (tagged gpu; skipped with the reason elsewhere): the FD
+gradient and the fused step gradients, one forward-mode pass per (item, column), chosen
+explicitly on a context and checked against the float64 reference on a fixed base and a
+free-flyer root, at batches that fill part of a warp, several warps and several blocks.
+
+Run on the GPU machine: `pytest -m gpu tests/test_tangents_gpu.py`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import ROBOTS, random_states, scaled_error
+
+import grid_rbd
+import grid_rbd.reference as reference
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_gpu_tangents_match_the_reference(tmp_path, floating):
+    from grid_rbd._device import cuda_status
+
+    status = cuda_status()
+    if not status.usable:
+        pytest.skip(f"no CUDA GPU: {status.reason}")
+    path = ROBOTS["iiwa14"].path
+    h = grid_rbd.register_robot("iiwa14-tangents", urdf_path=path, floating_base=floating,
+                                device="cuda", dtype="float32", cache_dir=tmp_path,
+                                algorithm_list=["core", "plant"])
+    ref = reference.load(path, floating_base=floating)
+    ctx = h.context()
+    kernels = ("forward_dynamics_gradient", "plant_step_gradient_euler",
+               "plant_step_gradient_semi_implicit_euler")
+    try:
+        for kernel in kernels:
+            assert ctx.variants(kernel)[-1] == "tangents", (kernel, ctx.variants(kernel))
+            ctx.set_variant_for(kernel, "tangents")
+        for batch in (1, 9, 300):
+            s = random_states(ref.model, batch, seed=batch + 40)
+            q, qd, u, fe = (np.ascontiguousarray(x, np.float32)
+                            for x in (s.q, s.qd, s.u, s.f_ext))
+            d = [x.astype(np.float64) for x in (q, qd, u, fe)]
+            assert scaled_error(ctx.forward_dynamics_gradient(q, qd, u),
+                                ref.forward_dynamics_gradient(d[0], d[1], d[2])) < 1e-3
+            assert scaled_error(ctx.forward_dynamics_gradient(q, qd, u, fe),
+                                ref.forward_dynamics_gradient(*d)) < 1e-3
+            x = np.concatenate([q, qd], axis=1)
+            for integrator in ("euler", "semi_implicit_euler"):
+                got = ctx.plant_step_gradient(x, u, 0.02, integrator)
+                want = ref.plant_step_gradient(x.astype(np.float64), d[2], 0.02, integrator)
+                assert scaled_error(got, want) < 1e-3, (integrator, batch)
+    finally:
+        ctx.close()
+        h.close()
