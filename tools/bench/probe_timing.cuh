@@ -1,8 +1,10 @@
 // Shared by the standalone CUDA probes under tools/bench (thread_store_probe,
 // second_order_probe): CHECK a runtime call, and time a launch with CUDA events.
 #pragma once
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   std::printf("CUDA error %s at %d\n", cudaGetErrorString(e), __LINE__); std::exit(1); } } while (0)
@@ -24,4 +26,14 @@ float time_us(L launch, int reps, int warmup = 3) {
   CHECK(cudaGetLastError());
   CHECK(cudaEventDestroy(e0)); CHECK(cudaEventDestroy(e1));
   return ms * 1000.f / reps;
+}
+
+// The largest |got - expected| / (1 + |expected|) over two equal-length results.
+inline double max_rel_diff(const std::vector<float>& got, const std::vector<float>& expected) {
+  double worst = 0.0;
+  for (size_t k = 0; k < got.size(); ++k) {
+    const double d = std::fabs((double)got[k] - expected[k]) / (1.0 + std::fabs(expected[k]));
+    worst = d > worst ? d : worst;
+  }
+  return worst;
 }

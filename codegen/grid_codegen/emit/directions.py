@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from grid_codegen.emit.kernels import VariantInfo, emit_configure, emit_pairs_launch, input_pointer
+from grid_codegen.emit.kernels import VariantInfo, emit_pairs_launcher, input_pointer
 from grid_codegen.emit.writer import Writer
 from grid_codegen.registry import Algorithm, Dims
 
@@ -69,17 +69,11 @@ def emit_directions_variant(w: Writer, algorithm: Algorithm, dims: Dims,
             w.line("const int i = t % items;")
             w.line(f"if (i < args.batch) {name}_group<T>(args, (size_t)i, t / items);")
     w.line()
-    emit_configure(w, name, "size_t{0}")
-    w.doc(f"Launch `{algorithm.name}` (directions strategy, {groups} groups) on `stream`.")
-    w.line("template <typename T>")
-    with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
-                 " grid_stream_t stream)"):
-        w.line(f"if (args.batch > 2147483647 / {groups} - 32) return GRID_ERROR_INVALID_ARGUMENT;")
-        emit_pairs_launch(w, name, DIRECTIONS_BLOCK, DIRECTIONS_MAX_BLOCK,
-                          f"((args.batch + 31) & ~31) * {groups}",
-                          (f"for (int g = 0; g < {groups}; ++g)",
-                           f"{name}_group<T>(args, (size_t)i, g);"))
-    w.line()
+    emit_pairs_launcher(w, name, f"Launch `{algorithm.name}` (directions strategy, {groups} "
+                        "groups) on `stream`.", f"((args.batch + 31) & ~31) * {groups}",
+                        f"2147483647 / {groups} - 32", DIRECTIONS_BLOCK, DIRECTIONS_MAX_BLOCK,
+                        (f"for (int g = 0; g < {groups}; ++g)",
+                         f"{name}_group<T>(args, (size_t)i, g);"))
     return VariantInfo("directions", DIRECTIONS_BLOCK, DIRECTIONS_MAX_BLOCK,
                        max(1, DIRECTIONS_BLOCK // groups), "0", ops)
 

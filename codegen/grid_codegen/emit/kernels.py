@@ -466,6 +466,22 @@ def emit_configure(w: Writer, name: str, shared: str, first: Sequence[str] = (),
     w.line()
 
 
+def emit_pairs_launcher(w: Writer, name: str, doc: str, pairs: str, limit: str,
+                        threads: int, max_threads: int,
+                        host_loop: tuple[str, str]) -> None:
+    """`configure_<name>` and `launch_<name>` of a variant whose kernel runs one thread per
+    entry of `pairs` (`emit_pairs_launch`); `limit`: the largest batch whose pair count
+    fits an int; `doc`: the launcher's."""
+    emit_configure(w, name, "size_t{0}")
+    w.doc(doc)
+    w.line("template <typename T>")
+    with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
+                 " grid_stream_t stream)"):
+        w.line(f"if (args.batch > {limit}) return GRID_ERROR_INVALID_ARGUMENT;")
+        emit_pairs_launch(w, name, threads, max_threads, pairs, host_loop)
+    w.line()
+
+
 def emit_pairs_launch(w: Writer, name: str, threads: int, max_threads: int, pairs: str,
                       host_loop: tuple[str, str]) -> None:
     """The body of a launcher whose kernel `<name>_kernel` runs one thread per entry of

@@ -21,7 +21,7 @@ without joint dynamics (the pass traces no passive torques).
 
 from __future__ import annotations
 
-from grid_codegen.emit.kernels import VariantInfo, emit_configure, emit_pairs_launch, input_pointer
+from grid_codegen.emit.kernels import VariantInfo, emit_pairs_launcher, input_pointer
 from grid_codegen.emit.plant import integrator_of
 from grid_codegen.emit.writer import Writer
 from grid_codegen.registry import Algorithm, Dims
@@ -74,16 +74,10 @@ def emit_tangents_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str
         with w.block("GRID_THREAD_ITEM_LOOP(t, batch)"):
             w.line(f"{name}_column<T>(args, (size_t)(t / {n}), t % {n});")
     w.line()
-    emit_configure(w, name, "size_t{0}")
-    w.doc(f"Launch `{algorithm.name}` (tangents strategy) on `stream`.")
-    w.line("template <typename T>")
-    with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
-                 " grid_stream_t stream)"):
-        w.line(f"if (args.batch > 2147483647 / {n}) return GRID_ERROR_INVALID_ARGUMENT;")
-        emit_pairs_launch(w, name, TANGENTS_BLOCK, TANGENTS_MAX_BLOCK, f"args.batch * {n}",
-                          (f"for (int c = 0; c < {n}; ++c)",
-                           f"{name}_column<T>(args, (size_t)i, c);"))
-    w.line()
+    emit_pairs_launcher(w, name, f"Launch `{algorithm.name}` (tangents strategy) on `stream`.",
+                        f"args.batch * {n}", f"2147483647 / {n}", TANGENTS_BLOCK,
+                        TANGENTS_MAX_BLOCK, (f"for (int c = 0; c < {n}; ++c)",
+                                             f"{name}_column<T>(args, (size_t)i, c);"))
     return VariantInfo("tangents", TANGENTS_BLOCK, TANGENTS_MAX_BLOCK,
                        max(1, TANGENTS_BLOCK // n), "0", ops)
 

@@ -47,10 +47,7 @@ int main(int argc, char** argv) {
       double worst = 0.0;
       if (compare) {
         CHECK(cudaMemcpy(got.data(), out, sizeof(float) * got.size(), cudaMemcpyDeviceToHost));
-        for (size_t k = 0; k < got.size(); ++k) {
-          const double d = std::fabs((double)got[k] - expected[k]) / (1.0 + std::fabs(expected[k]));
-          worst = d > worst ? d : worst;
-        }
+        worst = max_rel_diff(got, expected);
       }
       std::printf("B=%-6d %-12s %9.2f us %10.3f ns/item", B, name, us, us * 1e3f / B);
       if (compare) std::printf("  max rel diff vs thread %.2e", worst);
