@@ -28,6 +28,11 @@ The kernels take the state `x = [q, qd]` (one `(B, nq + nv)` port, as the plant 
 are given it) rather than `q` and `qd`: the item reads `q` and `qd` as views of `x`
 (`emit.thread.state_views`), so no call copies `x` into two arrays first.
 
+On a free-flyer root (over revolute and prismatic joints) the root's six position rows
+go through the Jacobians of its SE(3) move (`position_rows`, `symbolic.lie`): the item
+traces the whole `2nv x 3nv` output and the kernel has no compact row. Both forms also
+have the tangents strategy, one column per thread (`step_tangent`, `emit.tangents`).
+
 `emit.thread` wires the passes (joint dynamics included, as in the FD gradient); this
 module holds the Jacobian's assembly and the position rows.
 """
