@@ -15,8 +15,9 @@ The GPU model (one H200-class device; coarse by design, it only has to rank vari
   operations (no constant folding across units) at ~25% lane efficiency
   (latency `3 ops / 8` ns); throughput ~4 Top/s of traced work;
 * block: as warp, with block barriers: latency `3 ops / 6` ns, throughput ~2 Top/s;
-* tangents (the FD gradient, `emit.tangents`): a forward-mode pass of `ops` per thread,
-  2 nv threads per item: the thread strategy's rates over `work` = 2 nv passes per item.
+* tangents (the FD gradient and the fused step gradients, `emit.tangents`): a
+  forward-mode pass of `ops` per thread, one thread per column of the item's Jacobian
+  (2 nv or 3 nv): the thread strategy's rates over `work` = that many passes per item.
 * columns (the inverse-dynamics regressor's warp strategy, `emit.regressor_warp`): a
   traced pass on one lane, then lane-parallel rows: the thread strategy's rates over
   `work` (the pass plus 32 lanes' loops).

@@ -66,57 +66,59 @@ def velocity_rows(nv: int, D: list[list] | None, columns: list[int], Minv: list[
     return rows
 
 
+def _chart(model: RobotModel, integrator: str, qd: list, qdd: list, dt: object):
+    """The free-flyer root's `(J0, J1)` at `xi = dt w` (`symbolic.lie`), `w = qd` (euler)
+    or `qd'` (semi-implicit euler); None on a vector configuration (the identity)."""
+    if model.nq == model.nv:
+        return None
+    semi = integrator == "semi_implicit_euler"
+    return lie.integrate_jacobians([dt * (qd[k] + dt * qdd[k] if semi else qd[k])
+                                    for k in range(6)])
+
+
+def _position_column(nv: int, integrator: str, chart, dt: object, seed: list,
+                     v: list) -> list:
+    """Column `dq'/dz . seed` (nv) from the velocity rows' column `v = dqd'/dz . seed`:
+    `q' = q (+) dt w`, so `seed_q + dt dw` on scalar joints and `J0 seed_q + dt J1 dw` on
+    a free-flyer root (`chart`), `dw` being `seed_qd` (euler) or `v` (semi-implicit)."""
+    moved = v if integrator == "semi_implicit_euler" else seed[nv:2 * nv]
+    p = [seed[k] + dt * moved[k] for k in range(nv)]
+    if chart is not None:
+        J0, J1 = chart
+        for r in range(6):
+            p[r] = (sum((J0[r][k] * seed[k] for k in range(6)), 0.0)
+                    + dt * sum((J1[r][k] * moved[k] for k in range(6)), 0.0))
+    return p
+
+
 def position_rows(model: RobotModel, integrator: str, V: list, qd: list, qdd: list,
                   dt: object) -> list:
     """The `nv x 3nv` block `dq'/d(dq, dqd, u)` (row-major) of a free-flyer-root robot,
-    traced from the velocity rows `V` (`velocity_rows`): `q' = q (+) dt w`, `w = qd`
-    (euler) or `qd'` (semi-implicit euler), so with the chart's Jacobians `J0`, `J1` at
-    `xi = dt w` (`symbolic.lie`; the identity on the scalar joints)
+    traced from the velocity rows `V` (`velocity_rows`) column by column
+    (`_position_column` with unit seeds):
 
         euler:               dq'/dz = [J0, dt J1, 0]
         semi-implicit euler: dq'/dz = [J0, 0, 0] + dt J1 V."""
     nv, width = model.nv, 3 * model.nv
-    semi = integrator == "semi_implicit_euler"
-    w = [qd[k] + dt * qdd[k] if semi else qd[k] for k in range(6)]
-    J0, J1 = lie.integrate_jacobians([dt * x for x in w])
-    rows: list = []
-    for r in range(nv):
-        for c in range(width):
-            if r >= 6:  # a scalar joint: the additive chart
-                if semi:
-                    rows.append((1.0 if c == r else 0.0) + dt * V[r * width + c])
-                else:
-                    rows.append(1.0 if c == r else dt if c == nv + r else 0.0)
-                continue
-            value = J0[r][c] if c < 6 else 0.0
-            if semi:
-                value = value + dt * sum((J1[r][k] * V[k * width + c] for k in range(6)), 0.0)
-            elif nv <= c < nv + 6:
-                value = dt * J1[r][c - nv]
-            rows.append(value)
-    return rows
+    chart = _chart(model, integrator, qd, qdd, dt)
+    columns = [_position_column(nv, integrator, chart, dt,
+                                [1.0 if k == c else 0.0 for k in range(width)],
+                                [V[r * width + c] for r in range(nv)])
+               for c in range(width)]
+    return [columns[c][r] for r in range(nv) for c in range(width)]
 
 
 def step_tangent(model: RobotModel, integrator: str, X: list, I, qd: list, u: list,
                  gravity: object, dt: object, seed: list) -> list:
     """Column `[dq'; dqd'] / dz . seed` (2 nv) of one step's gradient, `z = [dq, dqd, du]`
     (`seed`: 3 nv entries, a unit vector given at run time): the forward-mode FD tangent
-    (`algorithms.fd_tangent_at`), then `dqd' = seed_qd + dt dqdd` and the position row's
-    column as `position_rows` has it (the additive chart on scalar joints, the SE(3)
-    chart's Jacobians on a free-flyer root)."""
+    (`algorithms.fd_tangent`), then `dqd' = seed_qd + dt dqdd` and the position column
+    (`_position_column`)."""
     nv = model.nv
-    qdd, dqdd = A.fd_tangent_at(model, X, I, qd, u, None, gravity, seed)
+    qdd, dqdd = A.fd_tangent(model, X, I, qd, u, None, gravity, seed)
     v = [seed[nv + k] + dt * dqdd[k] for k in range(nv)]
-    semi = integrator == "semi_implicit_euler"
-    moved = v if semi else seed[nv:2 * nv]  # d w . seed, w = qd' or qd
-    p = [seed[k] + dt * moved[k] for k in range(nv)]
-    if model.nq != model.nv:  # a free-flyer root: its six rows through the chart
-        w = [qd[k] + dt * qdd[k] if semi else qd[k] for k in range(6)]
-        J0, J1 = lie.integrate_jacobians([dt * x for x in w])
-        for r in range(6):
-            p[r] = (sum((J0[r][k] * seed[k] for k in range(6)), 0.0)
-                    + dt * sum((J1[r][k] * moved[k] for k in range(6)), 0.0))
-    return p + v
+    chart = _chart(model, integrator, qd, qdd, dt)
+    return _position_column(nv, integrator, chart, dt, seed, v) + v
 
 
 @dataclass(frozen=True)

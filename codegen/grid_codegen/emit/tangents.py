@@ -1,12 +1,15 @@
-"""The tangents strategy of `forward_dynamics_gradient`: one thread per (item, direction).
+"""The tangents strategy of `forward_dynamics_gradient` and of the fused step gradients:
+one thread per (item, direction).
 
 Column c of `[dqdd/dq | dqdd/dqd]` is the derivative of FD along the unit direction
-`e_c` of `z = (q, qd)`. A thread per column runs one forward-mode pass with that seed
-given at run time (`symbolic.algorithms.fd_tangent`: ABA for `qdd` and the articulated
-inertias, RNEA's directional derivative at `qdd`, ABA's solve with the same inertias),
-so the 2 nv threads of an item run the same instructions on different seeds: at batch 1
-the latency is one such pass, not a whole Jacobian in one thread. It does 2 nv times the
-first-order work of an item, so the dispatch keeps it for small batches.
+`e_c` of `z = (q, qd)`; a step gradient's column of `[dq'; dqd']` along `e_c` of
+`[dq, dqd, du]` follows from it (`emit.plant.step_tangent`). A thread per column runs one
+forward-mode pass with that seed given at run time (`symbolic.algorithms.fd_tangent`: ABA
+for `qdd` and the articulated inertias, RNEA's directional derivative at `qdd`, ABA's
+solve with the same inertias), so the threads of an item run the same instructions on
+different seeds: at batch 1 the latency is one such pass, not a whole Jacobian in one
+thread. It does one first-order pass per column, so the dispatch keeps it for small
+batches.
 
 It replaced a rows strategy (one reverse-mode VJP pass per output row): forward mode holds
 no tape across the pass (iiwa14 in float32: no spills against 876 B), traces about 20%

@@ -451,7 +451,7 @@ def build_tangent_item(library: PassLibrary, model: RobotModel, ee_frames: tuple
             kb, "fd_tangent", "dqdd/dz . seed at qdd = FD(q, qd, u): ABA, RNEA's derivative "
             "along the seed there, and ABA's solve with the same articulated inertias.",
             lambda x, qd, u, f, s, I, g: A.fd_tangent(
-                model, A.unflatten_placements(x, model.nb), I, qd, u, f, g, s),
+                model, A.unflatten_placements(x, model.nb), I, qd, u, f, g, s)[1],
             [X, ports["qd"], ports["u"], ports["f_ext"], Array.runtime("seed", 2 * nv, "item")],
             Array.runtime("out", nv, "out"))
     else:

@@ -461,20 +461,13 @@ def fd_derivatives(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequenc
 
 def fd_tangent(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
                qd: Sequence, u: Sequence, fext: Sequence | None, gravity: object,
-               seed: Sequence) -> list:
-    """`dqdd/dz . seed` at `qdd = FD(q, qd, u)`, `z = (q, qd)` (`seed`: 2 nv entries,
-    typically a unit vector given at run time), q's directions in the local chart; a
-    seed of 3 nv entries adds `dqdd/du . seed_u = M^-1 seed_u`. Forward mode only: ABA
-    gives `qdd` and the articulated inertias, RNEA's derivative along the seed at that
-    `qdd` gives `dtau`, and ABA's solve with the same inertias (no velocity, no gravity)
-    gives `M^-1 (seed_u - dtau)`."""
-    return fd_tangent_at(model, X, I, qd, u, fext, gravity, seed)[1]
-
-
-def fd_tangent_at(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
-                  qd: Sequence, u: Sequence, fext: Sequence | None, gravity: object,
-                  seed: Sequence) -> tuple[list, list]:
-    """`(qdd, dqdd)`: FD and its derivative along `seed` (`fd_tangent`)."""
+               seed: Sequence) -> tuple[list, list]:
+    """`(qdd, dqdd)`: `qdd = FD(q, qd, u)` and `dqdd/dz . seed`, `z = (q, qd)` (`seed`:
+    2 nv entries, typically a unit vector given at run time), q's directions in the local
+    chart; a seed of 3 nv entries adds `dqdd/du . seed_u = M^-1 seed_u`. Forward mode
+    only: ABA gives `qdd` and the articulated inertias, RNEA's derivative along the seed
+    at that `qdd` gives `dtau`, and ABA's solve with the same inertias (no velocity, no
+    gravity) gives `M^-1 (seed_u - dtau)`."""
     nv = model.nv
     art = Articulated(model, X, I)
     qdd = aba(model, X, I, qd, u, fext, gravity, art)

@@ -10,9 +10,9 @@ with `J3 = 1 + b [w] + c [w]^2` and `Q` the coupling block (Barfoot's form; the 
 `grid_rbd.reference.configuration`). Their coefficients of `t = |w|` (`sin t / t`,
 `(1 - cos t)/t^2`, ...) lose every digit to cancellation near `t = 0` (in float32 below
 about 0.2), so they switch to their Taylor series below `SERIES_BELOW`. A trace has no
-branches: the switch is `m = (1 - sign(t - SERIES_BELOW)) / 2`, the closed forms taken
-at `t + m (1 - t)` (1 on the series side, never 0) and blended by `m`, with
-`m = (s + s^2) / 2`, `s = sign(SERIES_BELOW - t)`: 1 below the switch, 0 from it on.
+branches: with `s = sign(SERIES_BELOW - t)` the switch is `m = (s + s^2) / 2` (1 below
+it, 0 from it on), the closed forms are taken at `t + m (1 - t)` (1 on the series side,
+never 0) and the two are blended by `m`.
 """
 
 from __future__ import annotations
