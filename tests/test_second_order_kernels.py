@@ -5,7 +5,9 @@ finite differences in test_reference_second_order), through the numpy handle:
 * iiwa14 in float64 and float32, and a small floating tree (a free-flyer base with two
   branches, one of them prismatic) in float64: the iterated chart of the free flyer;
 * with and without `f_ext`, `qdd=None`, a single state, `out=` into a pinned buffer;
-* the identity `dMinv/dq_k = -Minv dM/dq_k Minv` between the two kernels' last blocks.
+* the identity `dMinv/dq_k = -Minv dM/dq_k Minv` between the two kernels' last blocks;
+* the three forms of the passes: the world-frame sweep (`symbolic.idsva`, what these
+  models get), one hyper-dual pass and the per-joint hyper-dual loops (both forced).
 """
 
 from __future__ import annotations
@@ -212,6 +214,23 @@ def test_joint_loops_match_the_reference(monkeypatch, tmp_path):
         for k, (g, w) in enumerate(zip(got, getattr(ref, name)(*args), strict=True)):
             assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1), 1e-9,
                                 f"{name} block {k} (joint loops)")
+    handle.close()
+
+
+def test_hyperdual_pass_matches_the_reference(monkeypatch, tmp_path):
+    """The form models outside the world-frame sweep get (one unrolled hyper-dual pass;
+    `symbolic.idsva.supported` is False for planar or spherical joints), forced on the
+    floating tree: the same numbers as the reference and as the sweep."""
+    from grid_codegen.emit import second_order as emitter
+    monkeypatch.setattr(emitter.idsva, "supported", lambda model: False)
+    handle, ref = _handle(tmp_path, "so_tree", "float64")  # own store, as above
+    s = random_states(ref.model, BATCH, seed=6)
+    for name, args in (("idsva_so", (s.q, s.qd, s.qdd, s.f_ext)),
+                       ("fdsva_so", (s.q, s.qd, s.u, s.f_ext))):
+        got = getattr(handle, name)(*args)
+        for k, (g, w) in enumerate(zip(got, getattr(ref, name)(*args), strict=True)):
+            assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1), 1e-9,
+                                f"{name} block {k} (hyper-dual pass)")
     handle.close()
 
 

@@ -33,6 +33,7 @@ from grid_codegen.emit.writer import Writer
 from grid_codegen.model import RobotModel
 from grid_codegen.symbolic import algorithms as A
 from grid_codegen.symbolic import graph as G
+from grid_codegen.symbolic import idsva
 from grid_codegen.symbolic import second_order as SO
 from grid_codegen.symbolic.emit import Array, ItemBuilder
 
@@ -158,10 +159,14 @@ def _emit_group(plan, kb: ItemBuilder, values, arrays: list[Array], out: Array, 
 def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, acc: Array,
                       fext: Array, out: Array) -> None:
     """The passes writing the four blocks of `idsva_so` at the acceleration `acc` (a
-    dense local array) into `out`: unrolled up to UNROLLED_OPS traced operations, else
-    one run-time-seeded pass per joint for the Hessian blocks."""
+    dense local array) into `out`: the world-frame sweep (`symbolic.idsva`) where it
+    covers the model and stays within UNROLLED_OPS traced operations; else hyper-duals,
+    unrolled up to UNROLLED_OPS, beyond that one run-time-seeded pass per joint for the
+    Hessian blocks."""
     nv = plan.model.nv
     arrays = [X, qd, acc, fext]
+    if _emit_idsva(plan, kb, arrays, out):
+        return
     values, trace = _tracer(plan, arrays)
     mass = [("M", j) for j in range(nv)]
     groups, total = plan_units(trace, _all_units(nv), nv)
@@ -171,6 +176,33 @@ def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, acc: Array,
     for k, units in enumerate(groups):
         name = "rnea_second_order" if len(groups) == 1 else f"rnea_second_order_g{k}"
         _emit_group(plan, kb, values, arrays, out, name, units)
+
+
+def _emit_idsva(plan, kb: ItemBuilder, arrays: list[Array], out: Array) -> bool:
+    """The four blocks by the world-frame sweep, one pass computed in the sweep's own
+    order (`idsva.idsva_blocks`); False (nothing emitted) where it does not apply."""
+    model: RobotModel = plan.model
+    if not idsva.supported(model):
+        return False
+    order: list[int] = []
+
+    def blocks(x, v, a, f, I, g):
+        order.clear()
+        return idsva.idsva_blocks(model, A.unflatten_placements(x, model.nb), I, v, a, f, g,
+                                  order)
+
+    g = G.Graph()
+    inputs = [[g.input(f"{a.name}[{k}]") if p is None else p for k, p in enumerate(a.pattern)]
+              for a in arrays + plan.inertia_array()]
+    table = inputs.pop() if plan.runtime_inertia else None
+    traced = blocks(*inputs, plan.inertias(table), g.input("gravity"))
+    if sum(1 for i in G.reachable(g, traced) if g.nodes[i][0] != "in") > UNROLLED_OPS:
+        return False
+    plan.dynamics_call(
+        kb, "idsva", "The four blocks of idsva_so by the world-frame sweep of IDSVA "
+        "(symbolic/idsva.py), computed in the order the sweep finishes them.", blocks,
+        arrays, out, schedule_order=list(order))
+    return True
 
 
 DIRECTION_GROUP_OPS = 8000

@@ -1,0 +1,78 @@
+"""The world-frame second-order sweep the generator traces (`symbolic.idsva`), evaluated
+on plain floats, against the float64 reference's `idsva_so` (itself checked against
+Pinocchio's ComputeRNEASecondOrderDerivatives and finite differences): fixed bases, free
+flyers and trees with prismatic joints, with and without external forces; and the
+emission order it hands the emitter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import ROBOTS, random_states, robot_available
+from test_second_order_kernels import FLOATING_TREE
+
+import grid_rbd.reference as reference
+from grid_codegen import parse_urdf
+from grid_codegen.symbolic import algorithms as A
+from grid_codegen.symbolic import idsva
+
+CASES = [("iiwa14", False), ("iiwa14", True), ("hyq", False), ("go2", True)]
+
+
+def _blocks(model, s, b: int, with_fext: bool, order=None) -> np.ndarray:
+    inertias = [[float(x) for x in body.inertia.dynamic_parameters()] for body in model.bodies]
+    X = A.joint_transforms(model, [float(x) for x in s.q[b]])
+    out = idsva.idsva_blocks(model, X, inertias, [float(x) for x in s.qd[b]],
+                             [float(x) for x in s.qdd[b]],
+                             [float(x) for x in s.f_ext[b]] if with_fext else None,
+                             -9.81, order)
+    return np.array([float(x) for x in out]).reshape(4, model.nv, model.nv, model.nv)
+
+
+def _check(ref, s, with_fext: bool) -> None:
+    model = ref.model
+    assert idsva.supported(model)
+    theirs = ref.idsva_so(s.q, s.qd, s.qdd, s.f_ext if with_fext else None)
+    for b in range(len(s.q)):
+        ours = _blocks(model, s, b, with_fext)
+        for k in range(4):
+            want = np.asarray(theirs[k])[b]
+            scale = max(1.0, float(np.abs(want).max()))
+            np.testing.assert_allclose(ours[k], want, rtol=0, atol=1e-11 * scale,
+                                       err_msg=f"block {k}, state {b}")
+
+
+@pytest.mark.parametrize("with_fext", [False, True], ids=["no_fext", "fext"])
+@pytest.mark.parametrize("robot,floating", CASES, ids=[f"{r}-{'ff' if f else 'fixed'}"
+                                                        for r, f in CASES])
+def test_idsva_blocks_match_the_reference(robot, floating, with_fext):
+    if not robot_available(robot):
+        pytest.skip(f"{robot}'s URDF is not on this machine (example-robot-data)")
+    ref = reference.load(ROBOTS[robot].path, floating_base=floating)
+    _check(ref, random_states(ref.model, 3, seed=17 + len(robot)), with_fext)
+
+
+@pytest.mark.parametrize("with_fext", [False, True], ids=["no_fext", "fext"])
+def test_idsva_blocks_on_a_tree_with_a_prismatic_joint(tmp_path, with_fext):
+    path = tmp_path / "so_tree.urdf"
+    path.write_text(FLOATING_TREE)
+    ref = reference.load(path, floating_base=True)
+    _check(ref, random_states(ref.model, 3, seed=29), with_fext)
+
+
+def test_the_emission_order_covers_every_entry_once():
+    model = parse_urdf(ROBOTS["iiwa14"].path, floating_base=True)
+    s = random_states(model, 1, seed=3)
+    order: list[int] = []
+    _blocks(model, s, 0, True, order)
+    assert sorted(order) == list(range(4 * model.nv ** 3))
+
+
+def test_models_outside_the_sweep_are_declined():
+    planar = """<robot name="p"><link name="a"/><link name="b"><inertial><mass value="1"/>
+      <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+      <joint name="j" type="planar"><parent link="a"/><child link="b"/>
+      <axis xyz="0 0 1"/></joint></robot>"""
+    model = parse_urdf(planar.encode())
+    assert not idsva.supported(model)
+    assert idsva.supported(parse_urdf(ROBOTS["iiwa14"].path))
