@@ -199,39 +199,36 @@ def test_directions_strategy_matches_the_reference(case):
         ctx.close()
 
 
+def _forced_form_matches(store, seed: int, form: str) -> None:
+    """The floating tree built into `store` (a store of its own: a patched emitter is not
+    in the store key, so the session store would hand back the usual build) against the
+    reference, both kernels, with f_ext."""
+    handle, ref = _handle(store, "so_tree", "float64")
+    s = random_states(ref.model, BATCH, seed=seed)
+    for name, args in (("idsva_so", (s.q, s.qd, s.qdd, s.f_ext)),
+                       ("fdsva_so", (s.q, s.qd, s.u, s.f_ext))):
+        got = getattr(handle, name)(*args)
+        for k, (g, w) in enumerate(zip(got, getattr(ref, name)(*args), strict=True)):
+            assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1), 1e-9,
+                                f"{name} block {k} ({form})")
+    handle.close()
+
+
 def test_joint_loops_match_the_reference(monkeypatch, tmp_path):
     """The form large trees get (one run-time-seeded pass per joint, looped over its
     directions), forced on the floating tree: the same numbers."""
     from grid_codegen.emit import second_order as emitter
     monkeypatch.setattr(emitter, "UNROLLED_OPS", 0)
-    # A store of its own: the patched emitter is not in the store key, so the session
-    # store would hand back the unrolled build.
-    handle, ref = _handle(tmp_path, "so_tree", "float64")
-    s = random_states(ref.model, BATCH, seed=5)
-    for name, args in (("idsva_so", (s.q, s.qd, s.qdd, s.f_ext)),
-                       ("fdsva_so", (s.q, s.qd, s.u, s.f_ext))):
-        got = getattr(handle, name)(*args)
-        for k, (g, w) in enumerate(zip(got, getattr(ref, name)(*args), strict=True)):
-            assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1), 1e-9,
-                                f"{name} block {k} (joint loops)")
-    handle.close()
+    _forced_form_matches(tmp_path, 5, "joint loops")
 
 
 def test_hyperdual_pass_matches_the_reference(monkeypatch, tmp_path):
     """The form models outside the world-frame sweep get (one unrolled hyper-dual pass;
     `symbolic.idsva.supported` is False for planar or spherical joints), forced on the
-    floating tree: the same numbers as the reference and as the sweep."""
+    floating tree: the same numbers as the reference."""
     from grid_codegen.emit import second_order as emitter
     monkeypatch.setattr(emitter.idsva, "supported", lambda model: False)
-    handle, ref = _handle(tmp_path, "so_tree", "float64")  # own store, as above
-    s = random_states(ref.model, BATCH, seed=6)
-    for name, args in (("idsva_so", (s.q, s.qd, s.qdd, s.f_ext)),
-                       ("fdsva_so", (s.q, s.qd, s.u, s.f_ext))):
-        got = getattr(handle, name)(*args)
-        for k, (g, w) in enumerate(zip(got, getattr(ref, name)(*args), strict=True)):
-            assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1), 1e-9,
-                                f"{name} block {k} (hyper-dual pass)")
-    handle.close()
+    _forced_form_matches(tmp_path, 6, "hyper-dual pass")
 
 
 @pytest.mark.parametrize("integrator", ["euler", "semi_implicit_euler"])

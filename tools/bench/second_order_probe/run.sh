@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/bench/second_order_probe/run.sh build DIR [URDF] | time DIR
-#   build: generate iiwa14's idsva_so (thread strategy) twice, as emitted and traced in
-#          groups of outer directions (GROUP_OPS, default 8000), and compile probe.cu
+#   build: generate iiwa14's idsva_so (thread strategy) twice, as emitted (the world-frame
+#          sweep, symbolic/idsva.py) and on hyper-duals traced in groups of outer
+#          directions (GROUP_OPS, default 8000), and compile probe.cu
 #          against each (sm_90, ptxas -v into DIR/ptxas_*.log); needs nvcc, not a GPU.
 #   time:  run both probes at B = 1,024, 16,384 and 65,536 (DIR/times.txt).
 set -euo pipefail
@@ -14,21 +15,23 @@ if [ "$mode" = time ]; then
   exit 0
 fi
 urdf="${3:-$repo/robots/iiwa14/iiwa14.urdf}"
-generate() {  # DIR SINGLE_PASS_OPS GROUP_OPS
-  PYTHONPATH="$repo/codegen" python3 - "$urdf" "$1" "$2" "$3" <<'PY'
+generate() {  # DIR SINGLE_PASS_OPS GROUP_OPS HYPERDUAL(0|1)
+  PYTHONPATH="$repo/codegen" python3 - "$urdf" "$1" "$2" "$3" "$4" <<'PY'
 import sys
 import grid_codegen.emit.second_order as so
 from grid_codegen import cli
-urdf, out, single, group = sys.argv[1:5]
+urdf, out, single, group, hyperdual = sys.argv[1:6]
 so.SINGLE_PASS_OPS, so.GROUP_OPS = int(single), int(group)
+if hyperdual == "1":  # the groups exist on hyper-duals only
+    so.idsva.supported = lambda model: False
 sys.argv = ["grid_codegen", "generate", urdf, "--out-dir", out, "--dtype", "float32",
             "--algorithms", "idsva_so", "--strategy", "thread"]
 cli.main()
 PY
 }
 rm -rf "$out/single" "$out/grouped"
-generate "$out/single" 60000 40000
-generate "$out/grouped" 0 "${GROUP_OPS:-8000}"
+generate "$out/single" 60000 40000 0
+generate "$out/grouped" 0 "${GROUP_OPS:-8000}" 1
 # so_group(k, ...): each group's out-of-line call with the arguments its signature names.
 python3 - "$out/grouped/grid.cuh" > "$out/grouped/groups.inc" <<'PY'
 import re, sys
