@@ -6,8 +6,9 @@ finite differences in test_reference_second_order), through the numpy handle:
   branches, one of them prismatic) in float64: the iterated chart of the free flyer;
 * with and without `f_ext`, `qdd=None`, a single state, `out=` into a pinned buffer;
 * the identity `dMinv/dq_k = -Minv dM/dq_k Minv` between the two kernels' last blocks;
-* the three forms of the passes: the world-frame sweep (`symbolic.idsva`, what these
-  models get), one hyper-dual pass and the per-joint hyper-dual loops (both forced).
+* the four forms of the passes: the world-frame sweep (`symbolic.idsva`, what these
+  models get), the sweep as loops over the tree (`grid/idsva.h`, what large trees get),
+  one hyper-dual pass and the per-joint hyper-dual loops (the last three forced).
 """
 
 from __future__ import annotations
@@ -214,11 +215,24 @@ def _forced_form_matches(store, seed: int, form: str) -> None:
     handle.close()
 
 
-def test_joint_loops_match_the_reference(monkeypatch, tmp_path):
-    """The form large trees get (one run-time-seeded pass per joint, looped over its
-    directions), forced on the floating tree: the same numbers."""
+def test_sweep_loops_match_the_reference(monkeypatch, tmp_path):
+    """The form large trees get (the traced forward pass, then the sweep as loops over
+    the tree, grid/idsva.h), forced on the floating tree, with the CPU tiles' output rows
+    on the heap as such trees' outputs have them (`emit.kernels.HOST_ROW_STACK_BYTES`):
+    the same numbers."""
+    from grid_codegen.emit import kernels
     from grid_codegen.emit import second_order as emitter
     monkeypatch.setattr(emitter, "UNROLLED_OPS", 0)
+    monkeypatch.setattr(kernels, "HOST_ROW_STACK_BYTES", 0)
+    _forced_form_matches(tmp_path, 4, "sweep loops")
+
+
+def test_joint_loops_match_the_reference(monkeypatch, tmp_path):
+    """The form large trees outside the sweep get (one run-time-seeded hyper-dual pass
+    per joint, looped over its directions), forced on the floating tree."""
+    from grid_codegen.emit import second_order as emitter
+    monkeypatch.setattr(emitter, "UNROLLED_OPS", 0)
+    monkeypatch.setattr(emitter.idsva, "supported", lambda model: False)
     _forced_form_matches(tmp_path, 5, "joint loops")
 
 

@@ -229,6 +229,21 @@ def emit_parts_loop(w: Writer, parts: Sequence[Part], inputs: list[str], extra: 
              lambda p: _emit_stack_store(w, p.width, out_width, None, p.offset))
 
 
+HOST_ROW_STACK_BYTES = 256 * 1024
+"""A CPU tile's output row up to this many bytes (at 32 bytes per vector of items) is a
+stack array; a wider one is on the heap (`heap_row`, grid/simd.h): an OpenMP worker's
+stack may be much smaller than the main thread's."""
+
+
+def emit_host_row(w: Writer, width: int) -> None:
+    """Declare `out`, a CPU tile's output row of `width` vectors `V`."""
+    if 32 * width <= HOST_ROW_STACK_BYTES:
+        w.line(f"V out[{width}];")
+    else:
+        w.line(f"heap_row<V> out_row({width});  // HOST_ROW_STACK_BYTES in emit/kernels.py")
+        w.line("V* const out = out_row.p;")
+
+
 def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
                         ops: int, joint_table: bool = False, transform_table: bool = False,
                         row: StagedRow | None = None, parts: Sequence[Part] = ()
@@ -306,7 +321,7 @@ def emit_thread_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
                 w.line(f"V in{k}[{width}];")
                 w.line(f"const V* {port.name} = load_tile(args.in[{k}], {width}, first, "
                        f"count, in{k});")
-            w.line(f"V out[{out_width}];")
+            emit_host_row(w, out_width)
             call = [p.name for p in algorithm.inputs] + ["args.inertia", "args.gravity", "out",
                                                          *extra]
             w.line(f"{item}<V, T>({', '.join(call)});")
@@ -404,7 +419,7 @@ def _emit_level_host(w: Writer, algorithm: Algorithm, dims: Dims, item: str,
             width = port.width(dims)
             w.line(f"V in{k}[{width}];")
             w.line(f"a.in[{k}] = load_tile(args.in[{k}], {width}, first, count, in{k});")
-        w.line(f"V out[{out_width}];")
+        emit_host_row(w, out_width)
         w.line("a.out = out;")
         w.line("a.inertia = args.inertia != nullptr ? inertia : nullptr;")
         w.line("a.gravity = V(args.gravity);")

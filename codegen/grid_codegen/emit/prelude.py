@@ -5,7 +5,8 @@
 headers are inlined in this order: `prelude.h` (the portability macros: one text for
 nvcc and the host compiler), `abi.h` (the C ABI types and status codes), `host_memory.h`
 (allocation, copies, launch status), `spatial.h` (the spatial algebra of the block and
-warp strategies), `simd.h` (the CPU build's vectors of items).
+warp strategies), `idsva.h` (the loop form of the second-order sweep), `simd.h` (the CPU
+build's vectors of items).
 """
 
 from __future__ import annotations
@@ -42,6 +43,6 @@ def emit_prelude(w: Writer, robot_name: str) -> None:
            "(GPU) and")
     w.line("// with a host C++17 compiler (CPU backend) from this same text.")
     w.line("#pragma once")
-    for name in ("prelude.h", "abi.h", "host_memory.h", "spatial.h", "simd.h"):
+    for name in ("prelude.h", "abi.h", "host_memory.h", "spatial.h", "idsva.h", "simd.h"):
         w.line(f"// ---- grid/{name} " + "-" * max(0, 70 - len(name)))
         w.raw(header(name))

@@ -197,12 +197,47 @@ def _emit_idsva(plan, kb: ItemBuilder, arrays: list[Array], out: Array) -> bool:
     table = inputs.pop() if plan.runtime_inertia else None
     traced = blocks(*inputs, plan.inertias(table), g.input("gravity"))
     if sum(1 for i in G.reachable(g, traced) if g.nodes[i][0] != "in") > UNROLLED_OPS:
-        return False
+        _emit_idsva_loops(plan, kb, arrays, out)
+        return True
     plan.dynamics_call(
         kb, "idsva", "The four blocks of idsva_so by the world-frame sweep of IDSVA "
         "(symbolic/idsva.py), computed in the order the sweep finishes them.", blocks,
         arrays, out, schedule_order=list(order))
     return True
+
+
+def _emit_idsva_loops(plan, kb: ItemBuilder, arrays: list[Array], out: Array) -> None:
+    """The loop form of the sweep (`grid/idsva.h`): the forward pass traced into a local
+    `K`, then the backward sweep as loops over the robot's tree tables (code independent
+    of the number of pairs of columns)."""
+    model: RobotModel = plan.model
+    K = plan.dynamics_call(
+        kb, "idsva_forward", "World-frame columns and bodies for the loop form of the "
+        "IDSVA sweep (grid/idsva.h K).",
+        lambda x, v, a, f, I, g: idsva.forward_table(
+            model, A.unflatten_placements(x, model.nb), I, v, a, f, g),
+        arrays, "K", dense=True)
+    tables = idsva.tree_tables(model)
+    kb.call_static(f"idsva_sweep_{model.nv}", lambda w: _sweep_body(w, model, tables),
+                   "The four blocks of idsva_so by the IDSVA sweep as loops over the tree "
+                   "(grid/idsva.h), from the forward pass's K.",
+                   [(f"T* GRID_RESTRICT {K.name}", K.name),
+                    (f"T* GRID_RESTRICT {out.name}", out.name)],
+                   idsva.sweep_operations(model))
+
+
+def _sweep_body(w: Writer, model: RobotModel, tables: dict[str, list[int]]) -> None:
+    """The robot's tree tables (a function-local static copy: nvcc lets device code
+    index those, not namespace-scope constexpr arrays), then the sweep."""
+    with w.block("struct Tables", "};"):
+        for name, values in tables.items():
+            w.line(f"int {name}[{max(1, len(values))}];")
+    w.line("static constexpr Tables t = {")
+    for name, values in tables.items():
+        w.line(f"    {{{', '.join(str(v) for v in values) or '0'}}},  // {name}")
+    w.line("};")
+    w.line(f"idsva_sweep<T>({model.nb}, {model.nv}, t.parent, t.dof_start, t.dof_count, "
+           "t.body_of, t.chain_start, t.chain, K, out);")
 
 
 DIRECTION_GROUP_OPS = 8000

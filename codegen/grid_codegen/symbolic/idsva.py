@@ -114,6 +114,52 @@ def _forward(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
     return columns, Y, B, f
 
 
+def forward_table(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
+                  qd: Sequence, qdd: Sequence, fext: Sequence | None, gravity: object
+                  ) -> list:
+    """The forward pass for the loop form of the sweep (`grid/idsva.h`), flat: per dof
+    `S, psid, psidd, phid` (24), then per body its world rigid inertia (10), `BC` term
+    (36, row-major) and net force (6)."""
+    col, Y, B, f = _forward(model, X, I, qd, qdd, fext, gravity)
+    K: list = []
+    for c in col:
+        K += [*c.S, *c.psid, *c.psidd, *c.phid]
+    for b in range(model.nb):
+        K += [*Y[b], *(B[b][r][m] for r in range(6) for m in range(6)), *f[b]]
+    return K
+
+
+def tree_tables(model: RobotModel) -> dict[str, list[int]]:
+    """The integer tables of the loop form (`grid/idsva.h`)."""
+    chain_start, chain = [0], []
+    for b in range(model.nb):
+        chain += _ancestor_dofs(model, b)
+        chain_start.append(len(chain))
+    body_of = [0] * model.nv
+    for b, joint in enumerate(model.joints):
+        body_of[joint.idx_v:joint.idx_v + joint.nv] = [b] * joint.nv
+    return {"parent": [j.parent for j in model.joints],
+            "dof_start": [j.idx_v for j in model.joints],
+            "dof_count": [j.nv for j in model.joints],
+            "body_of": body_of, "chain_start": chain_start, "chain": chain}
+
+
+def sweep_operations(model: RobotModel) -> int:
+    """About how many arithmetic operations the loop form's sweep runs (the dispatch cost
+    model's figure): per column about 200, per pair of columns about 700, per triple
+    about 60."""
+    tables = tree_tables(model)
+    start, body_of = tables["chain_start"], tables["body_of"]
+    ops = 0
+    for b in range(model.nb):
+        for _ in range(model.joints[b].nv):
+            ops += 200
+            for jq in tables["chain"][start[b]:start[b + 1]]:
+                bj = body_of[jq]
+                ops += 700 + 60 * (start[bj + 1] - start[bj])
+    return ops
+
+
 def _ancestor_dofs(model: RobotModel, b: int) -> list[int]:
     """The dofs of body `b` and of its ancestors, `b`'s own first, then toward the root
     (the order of the algorithm's sweeps)."""
@@ -259,4 +305,4 @@ def idsva_blocks(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence]
     return values
 
 
-__all__ = ["idsva_blocks", "supported"]
+__all__ = ["forward_table", "idsva_blocks", "supported", "sweep_operations", "tree_tables"]
