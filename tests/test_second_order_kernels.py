@@ -208,10 +208,17 @@ def _forced_form_matches(store, seed: int, form: str) -> None:
     s = random_states(ref.model, BATCH, seed=seed)
     for name, args in (("idsva_so", (s.q, s.qd, s.qdd, s.f_ext)),
                        ("fdsva_so", (s.q, s.qd, s.u, s.f_ext))):
-        got = getattr(handle, name)(*args)
-        for k, (g, w) in enumerate(zip(got, getattr(ref, name)(*args), strict=True)):
-            assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1), 1e-9,
-                                f"{name} block {k} ({form})")
+        want = getattr(ref, name)(*args)
+        ctx = handle.context()
+        try:
+            for variant in ctx.variants(name):  # idsva_so's directions too, where built
+                ctx.set_variant_for(name, variant)
+                got = getattr(ctx, name)(*args)
+                for k, (g, w) in enumerate(zip(got, want, strict=True)):
+                    assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1), 1e-9,
+                                        f"{name} block {k} ({form}, {variant})")
+        finally:
+            ctx.close()
     handle.close()
 
 

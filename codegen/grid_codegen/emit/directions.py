@@ -1,20 +1,22 @@
-"""The directions strategy of `idsva_so`: one thread per (item, group of outer directions).
+"""The directions strategy of `idsva_so`: one thread per (item, group).
 
-The thread strategy traces an item's second derivatives as one pass (iiwa14: 48,000
-operations): at small batches a few warps each run one long chain and the chip idles
-(iiwa14 at B = 1,024 is 32 warps on 132 SMs). Here the outer directions (then the dM/dq
-columns) are cut into groups of at most `second_order.DIRECTION_GROUP_OPS` traced
-operations, each group an item function that recomputes the primal and first-order
-values it needs and writes its entries of the item's output in place. A thread runs one
-(item, group) pair, group-major, with the items padded to whole warps: the warps
-resident at one time run the same group's code (as `emit.thread_parts` orders its parts),
-and no warp runs two groups one after the other.
+The thread strategy computes an item's second derivatives as one pass (iiwa14: 33,100
+operations of the world-frame sweep): at small batches a few warps each run one long
+chain and the chip idles (iiwa14 at B = 1,024 is 32 warps on 132 SMs). Here the work is
+cut into groups of at most `second_order.DIRECTION_GROUP_OPS` traced operations, each
+group an item function that recomputes what it reads and writes its entries of the
+item's output in place: consecutive turns of the sweep (`second_order._sweep_groups`),
+or, on models outside the sweep, outer directions (then dM/dq columns) on hyper-duals. A
+thread runs one (item, group) pair, group-major, with the items padded to whole warps:
+the warps resident at one time run the same group's code (as `emit.thread_parts` orders
+its parts), and no warp runs two groups one after the other.
 
-The groups repeat work (iiwa14: 83,700 operations in all, 1.7x the whole item), so at
-large batches the thread strategy stays faster; the dispatch (the cost model, then the
-autotune on a GPU) picks per batch. Measured on an H200 in float32, iiwa14, the kernels
-alone (tools/bench/second_order_probe): 298 -> 57 ns per item at B = 1,024, 40 -> 44 at
-16,384, 28 -> 49 at 65,536.
+The groups repeat work (iiwa14: 46,969 operations in all on the sweep, 1.4x the whole
+item; 83,700 on hyper-duals), so at large batches the thread strategy stays faster; the
+dispatch (the cost model, then the autotune on a GPU) picks per batch. Measured on an
+H200 in float32, iiwa14, the kernels alone, hyper-dual groups against the hyper-dual
+thread kernel (tools/bench/second_order_probe): 298 -> 57 ns per item at B = 1,024,
+40 -> 44 at 16,384, 28 -> 49 at 65,536. The sweep's forms are not timed on a GPU yet.
 """
 
 from __future__ import annotations

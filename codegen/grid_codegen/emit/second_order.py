@@ -178,32 +178,77 @@ def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, acc: Array,
         _emit_group(plan, kb, values, arrays, out, name, units)
 
 
+class _Sweep:
+    """The world-frame sweep traced on `arrays`' patterns: its blocks function (for the
+    passes), operation count, emission order and the body writing each entry."""
+
+    def __init__(self, plan, arrays: list[Array]) -> None:
+        model: RobotModel = plan.model
+        self.order: list[int] = []
+        self.owners: dict[int, int] = {}
+
+        def blocks(x, v, a, f, I, g):
+            self.order.clear()
+            self.owners.clear()
+            return idsva.idsva_blocks(model, A.unflatten_placements(x, model.nb), I, v, a,
+                                      f, g, self.order, self.owners)
+
+        self.blocks = blocks
+        self.graph = G.Graph()
+        inputs = [[self.graph.input(f"{a.name}[{k}]") if p is None else p
+                   for k, p in enumerate(a.pattern)] for a in arrays + plan.inertia_array()]
+        table = inputs.pop() if plan.runtime_inertia else None
+        self.values = blocks(*inputs, plan.inertias(table), self.graph.input("gravity"))
+        self.ops = self.count(self.order)
+
+    def count(self, entries: Sequence[int]) -> int:
+        """The traced operations the output `entries` reach."""
+        g = self.graph
+        return sum(1 for i in G.reachable(g, [self.values[k] for k in entries])
+                   if g.nodes[i][0] != "in")
+
+    def entries(self, turns: set[int], first: bool) -> list[int]:
+        """The entries `turns` of the sweep write, in emission order (`first`: with the
+        entries no turn reaches, zeros)."""
+        return [k for k in self.order
+                if self.owners.get(k, -1) in turns or (first and k not in self.owners)]
+
+
 def _emit_idsva(plan, kb: ItemBuilder, arrays: list[Array], out: Array) -> bool:
     """The four blocks by the world-frame sweep, one pass computed in the sweep's own
-    order (`idsva.idsva_blocks`); False (nothing emitted) where it does not apply."""
-    model: RobotModel = plan.model
-    if not idsva.supported(model):
+    order (`idsva.idsva_blocks`), or its loop form above UNROLLED_OPS; False (nothing
+    emitted) where the sweep does not cover the model."""
+    if not idsva.supported(plan.model):
         return False
-    order: list[int] = []
-
-    def blocks(x, v, a, f, I, g):
-        order.clear()
-        return idsva.idsva_blocks(model, A.unflatten_placements(x, model.nb), I, v, a, f, g,
-                                  order)
-
-    g = G.Graph()
-    inputs = [[g.input(f"{a.name}[{k}]") if p is None else p for k, p in enumerate(a.pattern)]
-              for a in arrays + plan.inertia_array()]
-    table = inputs.pop() if plan.runtime_inertia else None
-    traced = blocks(*inputs, plan.inertias(table), g.input("gravity"))
-    if sum(1 for i in G.reachable(g, traced) if g.nodes[i][0] != "in") > UNROLLED_OPS:
+    sweep = _Sweep(plan, arrays)
+    if sweep.ops > UNROLLED_OPS:
         _emit_idsva_loops(plan, kb, arrays, out)
         return True
     plan.dynamics_call(
         kb, "idsva", "The four blocks of idsva_so by the world-frame sweep of IDSVA "
-        "(symbolic/idsva.py), computed in the order the sweep finishes them.", blocks,
-        arrays, out, schedule_order=list(order))
+        "(symbolic/idsva.py), computed in the order the sweep finishes them.", sweep.blocks,
+        arrays, out, schedule_order=list(sweep.order))
     return True
+
+
+def _sweep_groups(plan, arrays: list[Array], budget: int) -> list[list[tuple[str, int]]]:
+    """The directions strategy's groups on the sweep: consecutive turns of the sweep
+    (units `("T", turn)`, `idsva.idsva_blocks`'s owners) of at most `budget` traced
+    operations each, every group recomputing the forward pass and the composites its
+    turns read; `[]` above UNROLLED_OPS."""
+    sweep = _Sweep(plan, arrays)
+    if sweep.ops > UNROLLED_OPS:
+        return []
+    groups: list[list[tuple[str, int]]] = []
+    current: list[int] = []
+    for turn in sorted(set(sweep.owners.values())):
+        trial = current + [turn]
+        if current and sweep.count(sweep.entries(set(trial), not groups)) > budget:
+            groups.append([("T", t) for t in current])
+            trial = [turn]
+        current = trial
+    groups.append([("T", t) for t in current])
+    return groups
 
 
 def _emit_idsva_loops(plan, kb: ItemBuilder, arrays: list[Array], out: Array) -> None:
@@ -241,18 +286,26 @@ def _sweep_body(w: Writer, model: RobotModel, tables: dict[str, list[int]]) -> N
 
 
 DIRECTION_GROUP_OPS = 8000
-"""Traced operations per group of outer directions in idsva_so's directions strategy
-(`emit.directions`): iiwa14 gives 9 groups (83,700 operations against 48,100 for the
-whole item), 5.2x faster than the thread kernel at B = 1,024 on an H200, 1.7x slower at
-65,536 (tools/bench/second_order_probe)."""
+"""Traced operations per group in idsva_so's directions strategy (`emit.directions`).
+On hyper-duals (groups of outer directions) iiwa14 gave 9 groups (83,700 operations
+against 48,100 for the whole item), 5.2x faster than the thread kernel at B = 1,024 on an
+H200, 1.7x slower at 65,536 (tools/bench/second_order_probe). On the sweep (groups of its
+turns) iiwa14 gets 7 groups, 46,969 operations against 33,148 whole; go2 15 groups,
+107,888 against 82,835 (not yet timed on a GPU)."""
 
 
 def direction_groups(plan, X: Array, ports: dict) -> list[list[tuple[str, int]]]:
-    """The groups of outer directions (then dM/dq columns) of idsva_so's directions
-    strategy, each at most DIRECTION_GROUP_OPS traced operations; `[]` where the strategy
-    does not apply (fewer than two groups, or an item above UNROLLED_OPS)."""
+    """The groups of idsva_so's directions strategy, each at most DIRECTION_GROUP_OPS
+    traced operations: turns of the world-frame sweep where it covers the model
+    (`_sweep_groups`), else outer directions (then dM/dq columns) on hyper-duals; `[]`
+    where the strategy does not apply (fewer than two groups, or an item above
+    UNROLLED_OPS)."""
     nv = plan.model.nv
     acc = _acceleration(ItemBuilder(plan.library), ports)  # its pattern, for the trace
+    if idsva.supported(plan.model):
+        groups = _sweep_groups(plan, [X, ports["qd"], acc, ports["f_ext"]],
+                               DIRECTION_GROUP_OPS)
+        return groups if len(groups) >= 2 else []
     _, trace = _tracer(plan, [X, ports["qd"], acc, ports["f_ext"]])
     groups, total = plan_units(trace, _all_units(nv), nv, 0, DIRECTION_GROUP_OPS)
     return groups if total <= UNROLLED_OPS and len(groups) >= 2 else []
@@ -263,6 +316,14 @@ def emit_idsva_so_group(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array
     """Group `k` of idsva_so's directions strategy: the acceleration, then the one pass
     writing the entries of `units` (`rnea_second_order_d<k>`) into `out`."""
     arrays = [X, ports["qd"], _acceleration(kb, ports), ports["f_ext"]]
+    if units[0][0] == "T":  # turns of the sweep (the first group writes the zeros too)
+        sweep = _Sweep(plan, arrays)
+        written = sweep.entries({t for _, t in units}, k == 0)
+        plan.dynamics_call(
+            kb, f"idsva_d{k}", f"The entries of idsva_so that turns {units[0][1]}.."
+            f"{units[-1][1]} of the sweep write (symbolic/idsva.py).",
+            sweep.blocks, arrays, out, write=written, schedule_order=written)
+        return
     values, _ = _tracer(plan, arrays)
     _emit_group(plan, kb, values, arrays, out, f"rnea_second_order_d{k}", units)
 

@@ -173,18 +173,25 @@ def _ancestor_dofs(model: RobotModel, b: int) -> list[int]:
 
 def idsva_blocks(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
                  qd: Sequence, qdd: Sequence, fext: Sequence | None, gravity: object,
-                 order: list[int] | None = None) -> list:
+                 order: list[int] | None = None, owners: dict[int, int] | None = None
+                 ) -> list:
     """The four blocks of `idsva_so`, flat `[d2q | d2v | dqdv | dM]`, each row-major
     `[i][j][k]` (`emit.second_order.output_index`), entries not reached 0.0.
 
     order: if given, filled with every output index in the order the sweep finishes
     them, the entries it never reaches last: computed in that order, each pair's vectors
     die as soon as its entries are out (iiwa14: at most 419 values live, against 1,429
-    in index order)."""
+    in index order).
+    owners: if given, filled with output index -> the turn of the sweep that writes it
+    last, turns numbered 0, 1, ... in sweep order, one per (column `ip`, ancestor column
+    `jq`) pair; entries the sweep never reaches are absent. Any partition of the entries
+    is a valid split of the work (each entry's traced value is its final one); splitting
+    by turns keeps what a group recomputes small."""
     nv = model.nv
     n3 = nv ** 3
     values: list = [0.0] * (4 * n3)
-    finished: dict[int, None] = {}  # output indices, in the order of their last write
+    finished: dict[int, int] = {}  # output index -> its writer, in last-write order
+    writer = [-1]  # the current turn of the sweep
 
     class _Out:
         """The blocks, written more than once where two branches of the sweep reach an
@@ -193,7 +200,7 @@ def idsva_blocks(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence]
         def __setitem__(self, k: int, value: object) -> None:
             values[k] = value
             finished.pop(k, None)
-            finished[k] = None
+            finished[k] = writer[0]
 
     out = _Out()
     col, Y, B, f = _forward(model, X, I, qd, qdd, fext, gravity)
@@ -223,6 +230,7 @@ def idsva_blocks(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence]
             f7 = sp.add(_mat(Bc, Si), sp.inertia_apply(Yc, sp.add(ci.psid, ci.phid)))
             BtS = _mat_t(Bc, Si)
             for jq in chain:
+                writer[0] += 1
                 cj = col[jq]
                 Sj, psj = cj.S, cj.psid
                 same_ij = body_of[jq] == b
@@ -299,6 +307,8 @@ def idsva_blocks(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence]
             IC[p] = sp.add(IC[p], Yc)
             BC[p] = [sp.add(BC[p][r], Bc[r]) for r in range(6)]
             F[p] = sp.add(F[p], Fc)
+    if owners is not None:
+        owners.update(finished)
     if order is not None:
         order.extend(finished)
         order.extend(k for k in range(4 * n3) if k not in finished)
