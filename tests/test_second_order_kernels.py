@@ -278,13 +278,23 @@ def test_plant_step_hessian_from_the_kernel(case, integrator):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("robot,dtype", [("iiwa14", "float32"), ("so_tree", "float64")])
-def test_second_order_on_cuda_tensors(tmp_path, robot, dtype):
+@pytest.mark.parametrize("robot,dtype,form", [("iiwa14", "float32", "sweep"),
+                                              ("so_tree", "float64", "sweep"),
+                                              ("so_tree", "float64", "sweep loops"),
+                                              ("so_tree", "float64", "hyper-duals")])
+def test_second_order_on_cuda_tensors(monkeypatch, tmp_path, robot, dtype, form):
     """The CUDA build through the torch handle: device-resident tuples of the four
-    blocks against the reference, and the pinned host round trip of the spec."""
+    blocks against the reference, and the pinned host round trip of the spec; the
+    sweep's loop form (grid/idsva.h in device code) and the hyper-dual passes forced on
+    the floating tree (each build in a store of its own, tmp_path)."""
     from test_codegen_gpu import _require_cuda
     torch = _require_cuda()
     import grid_rbd.torch as gtorch
+    from grid_codegen.emit import second_order as emitter
+    if form == "sweep loops":
+        monkeypatch.setattr(emitter, "UNROLLED_OPS", 0)
+    elif form == "hyper-duals":
+        monkeypatch.setattr(emitter.idsva, "supported", lambda model: False)
     if robot == "so_tree":
         path, floating = tmp_path / "so_tree.urdf", True
         path.write_text(FLOATING_TREE)
