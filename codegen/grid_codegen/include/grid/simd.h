@@ -116,12 +116,15 @@ inline const V* load_tile(const S* src, int width, int first, int count, V* dst)
   return dst;
 }
 
-/// dst[(first + j) * width + k] = src[k] lane j, for the `count` valid lanes.
+/// dst[(first + j) * width + k] = src[k] lane j, for the `count` valid lanes: one pass
+/// over `src` (a wide row, e.g. second-order blocks of 23,328 vectors, read once rather
+/// than once per lane), each vector's lanes to the `count` rows.
 template <typename V, typename S>
 inline void store_tile(const V* src, int width, int first, int count, S* dst) {
-  for (int j = 0; j < count; ++j) {
-    S* row = dst + (size_t)(first + j) * (size_t)width;
-    for (int k = 0; k < width; ++k) row[k] = get_lane(src[k], j);
+  S* const rows = dst + (size_t)first * (size_t)width;
+  for (int k = 0; k < width; ++k) {
+    const V x = src[k];
+    for (int j = 0; j < count; ++j) rows[(size_t)j * (size_t)width + k] = get_lane(x, j);
   }
 }
 
