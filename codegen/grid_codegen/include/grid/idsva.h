@@ -66,6 +66,21 @@ GRID_INLINE void idsva_mat_t(const T* A, const T* x, T* out) {
   }
 }
 
+/// out = r3 x = var(Y, psid) x + x x* (Y psid) + S x* (BC x) - BC (S x x), the matrix of
+/// the sweep applied to u3 and u7 (`Ypsid` = Y psid).
+template <typename T>
+GRID_INLINE void idsva_r3(const T* Y, const T* BC, const T* S, const T* psid, const T* Ypsid,
+                          const T* x, T* out) {
+  T t[6], w[6];
+  idsva_var(Y, psid, x, out);
+  force_cross_add(x, Ypsid, out);
+  idsva_mat(BC, x, t);
+  force_cross_add(S, t, out);
+  idsva_mcross(S, x, t);
+  idsva_mat(BC, t, w);
+  for (int k = 0; k < 6; ++k) out[k] -= w[k];
+}
+
 template <typename T>
 GRID_HOST_DEVICE inline void idsva_sweep(int nb, int nv, const int* parent,
                                          const int* dof_start, const int* dof_count,
@@ -124,15 +139,8 @@ GRID_HOST_DEVICE inline void idsva_sweep(int nb, int nv, const int* parent,
         for (int k = 0; k < 6; ++k) u1[k] -= w[k];
         idsva_mat_t(BC, Sj, x);
         force_cross_add(Si, x, u1);
-        // u3 = var(psid_i) psj + psj x* ICpsid + Si x* (BC psj) - BC (Si x psj)
-        //      + var(Si) pddj + Sj x* f5
-        idsva_var(Y, psid_i, psj, u3);
-        force_cross_add(psj, ICpsid, u3);
-        idsva_mat(BC, psj, x);
-        force_cross_add(Si, x, u3);
-        idsva_mcross(Si, psj, x);
-        idsva_mat(BC, x, w);
-        for (int k = 0; k < 6; ++k) u3[k] -= w[k];
+        // u3 = r3 psj + var(Si) pddj + Sj x* f5
+        idsva_r3(Y, BC, Si, psid_i, ICpsid, psj, u3);
         idsva_var(Y, Si, pddj, w);
         for (int k = 0; k < 6; ++k) u3[k] += w[k];
         force_cross_add(Sj, f5, u3);
@@ -148,17 +156,9 @@ GRID_HOST_DEVICE inline void idsva_sweep(int nb, int nv, const int* parent,
           u12[k] = varS_psj[k] - psj_ICS[k];
         }
         force_cross_add(Sj, f7, u6);
-        // u7 = var(psid_i) Sj + Sj x* ICpsid + Si x* (BC Sj) - BC (Si x Sj)
-        //      + var(Si) (psj + phj)
-        idsva_var(Y, psid_i, Sj, u7);
-        force_cross_add(Sj, ICpsid, u7);
-        idsva_mat(BC, Sj, x);
-        force_cross_add(Si, x, u7);
-        idsva_mat(BC, SixSj, w);
-        for (int k = 0; k < 6; ++k) {
-          u7[k] -= w[k];
-          x[k] = psj[k] + phj[k];
-        }
+        // u7 = r3 Sj + var(Si) (psj + phj)
+        idsva_r3(Y, BC, Si, psid_i, ICpsid, Sj, u7);
+        for (int k = 0; k < 6; ++k) x[k] = psj[k] + phj[k];
         idsva_var(Y, Si, x, w);
         for (int k = 0; k < 6; ++k) u7[k] += w[k];
         idsva_fcross(Sj, BtS, u8);
