@@ -180,7 +180,7 @@ def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, acc: Array,
 
 class _Sweep:
     """The world-frame sweep traced on `arrays`' patterns: its blocks function (for the
-    passes), operation count, emission order and the body writing each entry."""
+    passes), operation count, emission order and the turn writing each entry."""
 
     def __init__(self, plan, arrays: list[Array]) -> None:
         model: RobotModel = plan.model
@@ -314,7 +314,8 @@ def direction_groups(plan, X: Array, ports: dict) -> list[list[tuple[str, int]]]
 def emit_idsva_so_group(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array,
                         k: int, units: list[tuple[str, int]]) -> None:
     """Group `k` of idsva_so's directions strategy: the acceleration, then the one pass
-    writing the entries of `units` (`rnea_second_order_d<k>`) into `out`."""
+    writing the entries of `units` into `out` (`idsva_d<k>` for turns of the sweep,
+    `rnea_second_order_d<k>` for outer directions on hyper-duals)."""
     arrays = [X, ports["qd"], _acceleration(kb, ports), ports["f_ext"]]
     if units[0][0] == "T":  # turns of the sweep (the first group writes the zeros too)
         sweep = _Sweep(plan, arrays)
