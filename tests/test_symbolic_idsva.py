@@ -1,8 +1,8 @@
 """The world-frame second-order sweep the generator traces (`symbolic.idsva`), evaluated
 on plain floats, against the float64 reference's `idsva_so` (itself checked against
 Pinocchio's ComputeRNEASecondOrderDerivatives and finite differences): fixed bases, free
-flyers and trees with prismatic joints, with and without external forces; and the
-emission order it hands the emitter."""
+flyers, trees with prismatic joints and a forest with a placed free flyer, with and
+without external forces; and the emission order it hands the emitter."""
 
 from __future__ import annotations
 
@@ -58,6 +58,36 @@ def test_idsva_blocks_on_a_tree_with_a_prismatic_joint(tmp_path, with_fext):
     path.write_text(FLOATING_TREE)
     ref = reference.load(path, floating_base=True)
     _check(ref, random_states(ref.model, 3, seed=29), with_fext)
+
+
+FOREST = """<robot name="forest">
+  <link name="base"><inertial><mass value="2.0"/><origin xyz="0 0 0.1"/>
+    <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+  <link name="a"><inertial><mass value="1.0"/><origin xyz="0.1 0 0"/>
+    <inertia ixx="0.01" ixy="0.001" ixz="0" iyy="0.02" iyz="0" izz="0.015"/></inertial></link>
+  <link name="b"><inertial><mass value="0.5"/><origin xyz="0 0.1 0"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <link name="c"><inertial><mass value="0.3"/><origin xyz="0 0 0.05"/>
+    <inertia ixx="0.004" ixy="0" ixz="0" iyy="0.003" iyz="0" izz="0.002"/></inertial></link>
+  <joint name="ja" type="floating"><parent link="base"/><child link="a"/>
+    <origin xyz="0.2 0 0.3" rpy="0.1 0.2 0.3"/></joint>
+  <joint name="jb" type="continuous"><parent link="a"/><child link="b"/>
+    <origin xyz="0.1 0 0"/><axis xyz="0 1 0"/></joint>
+  <joint name="jc" type="revolute"><parent link="base"/><child link="c"/>
+    <origin xyz="-0.1 0 0"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>
+"""
+
+
+def test_idsva_blocks_on_a_forest_with_a_placed_free_flyer(tmp_path):
+    """Two roots (the fixed base is the world): a URDF floating joint with an origin
+    offset and rotation over a continuous joint, beside a revolute one."""
+    path = tmp_path / "forest.urdf"
+    path.write_text(FOREST)
+    ref = reference.load(path)
+    assert sum(j.parent < 0 for j in ref.model.joints) == 2
+    _check(ref, random_states(ref.model, 3, seed=31), True)
 
 
 def test_the_emission_order_covers_every_entry_once():
