@@ -178,28 +178,34 @@ def emit_second_order(plan, kb: ItemBuilder, X: Array, qd: Array, acc: Array,
         _emit_group(plan, kb, values, arrays, out, name, units)
 
 
-class _Sweep:
-    """The world-frame sweep traced on `arrays`' patterns: its blocks function (for the
-    passes), operation count, emission order and the turn writing each entry."""
+def _sweep_blocks(model: RobotModel) -> Callable:
+    """The traced function of the world-frame sweep's four blocks."""
+    def blocks(x, v, a, f, I, g):
+        return idsva.idsva_blocks(model, A.unflatten_placements(x, model.nb), I, v, a, f, g)
+    return blocks
+
+
+def _entries(plan_of_writes: tuple[list[int], dict[int, int]], turns: set[int] | None,
+             first: bool = False) -> list[int]:
+    """The entries `turns` of the sweep write (None: every entry), in emission order
+    (`first`: with the entries no turn reaches, zeros); `idsva.write_plan`."""
+    order, owners = plan_of_writes
+    if turns is None:
+        return list(order)
+    return [k for k in order if owners.get(k, -1) in turns or (first and k not in owners)]
+
+
+class _SweepTrace:
+    """The world-frame sweep traced on `arrays`' patterns, to count the operations a set
+    of its entries reaches (the graph is kept only for that)."""
 
     def __init__(self, plan, arrays: list[Array]) -> None:
-        model: RobotModel = plan.model
-        self.order: list[int] = []
-        self.owners: dict[int, int] = {}
-
-        def blocks(x, v, a, f, I, g):
-            self.order.clear()
-            self.owners.clear()
-            return idsva.idsva_blocks(model, A.unflatten_placements(x, model.nb), I, v, a,
-                                      f, g, self.order, self.owners)
-
-        self.blocks = blocks
         self.graph = G.Graph()
         inputs = [[self.graph.input(f"{a.name}[{k}]") if p is None else p
                    for k, p in enumerate(a.pattern)] for a in arrays + plan.inertia_array()]
         table = inputs.pop() if plan.runtime_inertia else None
-        self.values = blocks(*inputs, plan.inertias(table), self.graph.input("gravity"))
-        self.ops = self.count(self.order)
+        self.values = _sweep_blocks(plan.model)(*inputs, plan.inertias(table),
+                                                self.graph.input("gravity"))
 
     def count(self, entries: Sequence[int]) -> int:
         """The traced operations the output `entries` reach."""
@@ -207,27 +213,22 @@ class _Sweep:
         return sum(1 for i in G.reachable(g, [self.values[k] for k in entries])
                    if g.nodes[i][0] != "in")
 
-    def entries(self, turns: set[int], first: bool) -> list[int]:
-        """The entries `turns` of the sweep write, in emission order (`first`: with the
-        entries no turn reaches, zeros)."""
-        return [k for k in self.order
-                if self.owners.get(k, -1) in turns or (first and k not in self.owners)]
-
 
 def _emit_idsva(plan, kb: ItemBuilder, arrays: list[Array], out: Array) -> bool:
     """The four blocks by the world-frame sweep, one pass computed in the sweep's own
     order (`idsva.idsva_blocks`), or its loop form above UNROLLED_OPS; False (nothing
     emitted) where the sweep does not cover the model."""
-    if not idsva.supported(plan.model):
+    model: RobotModel = plan.model
+    if not idsva.supported(model):
         return False
-    sweep = _Sweep(plan, arrays)
-    if sweep.ops > UNROLLED_OPS:
+    order = _entries(idsva.write_plan(model), None)
+    if _SweepTrace(plan, arrays).count(order) > UNROLLED_OPS:
         _emit_idsva_loops(plan, kb, arrays, out)
         return True
     plan.dynamics_call(
         kb, "idsva", "The four blocks of idsva_so by the world-frame sweep of IDSVA "
-        "(symbolic/idsva.py), computed in the order the sweep finishes them.", sweep.blocks,
-        arrays, out, schedule_order=list(sweep.order))
+        "(symbolic/idsva.py), computed in the order the sweep finishes them.",
+        _sweep_blocks(model), arrays, out, schedule_order=order)
     return True
 
 
@@ -236,14 +237,15 @@ def _sweep_groups(plan, arrays: list[Array], budget: int) -> list[list[tuple[str
     (units `("T", turn)`, `idsva.idsva_blocks`'s owners) of at most `budget` traced
     operations each, every group recomputing the forward pass and the composites its
     turns read; `[]` above UNROLLED_OPS."""
-    sweep = _Sweep(plan, arrays)
-    if sweep.ops > UNROLLED_OPS:
+    writes = idsva.write_plan(plan.model)
+    sweep = _SweepTrace(plan, arrays)
+    if sweep.count(_entries(writes, None)) > UNROLLED_OPS:
         return []
     groups: list[list[tuple[str, int]]] = []
     current: list[int] = []
-    for turn in sorted(set(sweep.owners.values())):
+    for turn in sorted(set(writes[1].values())):
         trial = current + [turn]
-        if current and sweep.count(sweep.entries(set(trial), not groups)) > budget:
+        if current and sweep.count(_entries(writes, set(trial), not groups)) > budget:
             groups.append([("T", t) for t in current])
             trial = [turn]
         current = trial
@@ -318,12 +320,11 @@ def emit_idsva_so_group(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array
     `rnea_second_order_d<k>` for outer directions on hyper-duals)."""
     arrays = [X, ports["qd"], _acceleration(kb, ports), ports["f_ext"]]
     if units[0][0] == "T":  # turns of the sweep (the first group writes the zeros too)
-        sweep = _Sweep(plan, arrays)
-        written = sweep.entries({t for _, t in units}, k == 0)
+        written = _entries(idsva.write_plan(plan.model), {t for _, t in units}, k == 0)
         plan.dynamics_call(
             kb, f"idsva_d{k}", f"The entries of idsva_so that turns {units[0][1]}.."
             f"{units[-1][1]} of the sweep write (symbolic/idsva.py).",
-            sweep.blocks, arrays, out, write=written, schedule_order=written)
+            _sweep_blocks(plan.model), arrays, out, write=written, schedule_order=written)
         return
     values, _ = _tracer(plan, arrays)
     _emit_group(plan, kb, values, arrays, out, f"rnea_second_order_d{k}", units)

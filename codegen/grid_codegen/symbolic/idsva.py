@@ -160,6 +160,24 @@ def sweep_operations(model: RobotModel) -> int:
     return ops
 
 
+def write_plan(model: RobotModel) -> tuple[list[int], dict[int, int]]:
+    """`idsva_blocks`'s `order` and `owners`. Which entries the sweep writes, and when,
+    follows from the tree alone, so one evaluation on plain numbers (the neutral
+    configuration, the baked inertias) gives them without a trace."""
+    q = [0.0] * model.nq
+    for joint in model.joints:
+        if joint.type is JointType.FREE_FLYER:
+            q[joint.idx_q + 6] = 1.0  # the identity quaternion [x, y, z, w]
+    inertias = [[float(x) for x in body.inertia.dynamic_parameters()]
+                for body in model.bodies]
+    order: list[int] = []
+    owners: dict[int, int] = {}
+    zero = [0.0] * model.nv
+    idsva_blocks(model, A.joint_transforms(model, q), inertias, zero, zero, None, 0.0, order,
+                 owners)
+    return order, owners
+
+
 def _ancestor_dofs(model: RobotModel, b: int) -> list[int]:
     """The dofs of body `b` and of its ancestors, `b`'s own first, then toward the root
     (the order of the algorithm's sweeps)."""
@@ -315,4 +333,5 @@ def idsva_blocks(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence]
     return values
 
 
-__all__ = ["forward_table", "idsva_blocks", "supported", "sweep_operations", "tree_tables"]
+__all__ = ["forward_table", "idsva_blocks", "supported", "sweep_operations", "tree_tables",
+           "write_plan"]

@@ -23,21 +23,6 @@ GRID_INLINE T idsva_dot(const T* a, const T* b) {
   return acc;
 }
 
-/// out = v x* (Y x) - Y (v x) (the rate of the rigid inertia Y along v, applied to x).
-template <typename T>
-GRID_INLINE void idsva_var(const T* Y, const T* v, const T* x, T* out) {
-  T Yx[6], vx[6], t[6];
-  inertia_apply(Y, x, Yx);
-  for (int k = 0; k < 6; ++k) {
-    out[k] = T{};
-    vx[k] = T{};
-  }
-  force_cross_add(v, Yx, out);
-  motion_cross_add(v, x, vx);
-  inertia_apply(Y, vx, t);
-  for (int k = 0; k < 6; ++k) out[k] -= t[k];
-}
-
 /// out = v x* f.
 template <typename T>
 GRID_INLINE void idsva_fcross(const T* v, const T* f, T* out) {
@@ -50,6 +35,17 @@ template <typename T>
 GRID_INLINE void idsva_mcross(const T* v, const T* m, T* out) {
   for (int k = 0; k < 6; ++k) out[k] = T{};
   motion_cross_add(v, m, out);
+}
+
+/// out = v x* (Y x) - Y (v x) (the rate of the rigid inertia Y along v, applied to x).
+template <typename T>
+GRID_INLINE void idsva_var(const T* Y, const T* v, const T* x, T* out) {
+  T Yx[6], vx[6], t[6];
+  inertia_apply(Y, x, Yx);
+  idsva_fcross(v, Yx, out);
+  idsva_mcross(v, x, vx);
+  inertia_apply(Y, vx, t);
+  for (int k = 0; k < 6; ++k) out[k] -= t[k];
 }
 
 /// out = A x and out = A^T x (A 6x6 row-major).
