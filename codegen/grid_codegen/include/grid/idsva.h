@@ -48,7 +48,8 @@ GRID_INLINE void idsva_var(const T* Y, const T* v, const T* x, T* out) {
   for (int k = 0; k < 6; ++k) out[k] -= t[k];
 }
 
-/// out = A x and out = A^T x (A 6x6 row-major).
+/// out = A x and out = A^T x (A 6x6 row-major). Not spatial.h's mat6_vec: that one starts
+/// from T(0), which the CPU build's plain vectors of items cannot construct.
 template <typename T>
 GRID_INLINE void idsva_mat(const T* A, const T* x, T* out) {
   for (int r = 0; r < 6; ++r) out[r] = idsva_dot(A + 6 * r, x);
