@@ -174,28 +174,31 @@ def test_inverse_mass_derivative_from_both_kernels(case):
                         _tol(dtype, ref, s, "fdsva_so"), "dMinv = -Minv dM Minv")
 
 
-def test_directions_strategy_matches_the_reference(case):
-    """idsva_so's directions strategy (one thread per group of outer directions,
-    `emit.directions`), chosen on a context of its own: the reference's numbers, with
-    and without f_ext and qdd, and at a batch that is not a multiple of anything."""
+def test_every_strategy_matches_the_reference(case):
+    """idsva_so's strategies beside the thread one, each chosen on a context of its own:
+    directions (one thread per group of turns, `emit.directions`) and gather (a team per
+    item, entries from the per-robot descriptor table, `emit.idsva_gather`; on the host
+    its team is one thread): the reference's numbers, with and without f_ext and qdd, and
+    at a batch that is not a multiple of anything; and the thread strategy's."""
     handle, ref, s, dtype = case
     ctx = handle.context()
     try:
-        assert ctx.variants("idsva_so") == ("thread", "directions")
-        ctx.set_variant_for("idsva_so", "directions")
-        for args in ((s.q, s.qd, s.qdd, s.f_ext), (s.q, s.qd, None, None)):
-            got = ctx.idsva_so(*(_cast(a, dtype) for a in args))
-            want = ref.idsva_so(*args)
-            for k, (g, w) in enumerate(zip(got, want, strict=True)):
-                assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1),
-                                    _tol(dtype, ref, s, "idsva_so"),
-                                    f"idsva_so block {k} (directions)")
+        assert ctx.variants("idsva_so") == ("thread", "directions", "gather")
         whole = handle.idsva_so(*(_cast(a, dtype) for a in (s.q, s.qd, s.qdd)))
-        split = ctx.idsva_so(*(_cast(a, dtype) for a in (s.q, s.qd, s.qdd)))
-        for k, (a, b) in enumerate(zip(whole, split, strict=True)):
-            assert_scaled_close(b.reshape(BATCH, -1), a.reshape(BATCH, -1),
-                                1e-5 if dtype == np.float32 else 1e-12,
-                                f"block {k}: directions against thread")
+        for variant in ("directions", "gather"):
+            ctx.set_variant_for("idsva_so", variant)
+            for args in ((s.q, s.qd, s.qdd, s.f_ext), (s.q, s.qd, None, None)):
+                got = ctx.idsva_so(*(_cast(a, dtype) for a in args))
+                want = ref.idsva_so(*args)
+                for k, (g, w) in enumerate(zip(got, want, strict=True)):
+                    assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1),
+                                        _tol(dtype, ref, s, "idsva_so"),
+                                        f"idsva_so block {k} ({variant})")
+            split = ctx.idsva_so(*(_cast(a, dtype) for a in (s.q, s.qd, s.qdd)))
+            for k, (a, b) in enumerate(zip(whole, split, strict=True)):
+                assert_scaled_close(b.reshape(BATCH, -1), a.reshape(BATCH, -1),
+                                    1e-5 if dtype == np.float32 else 1e-12,
+                                    f"block {k}: {variant} against thread")
     finally:
         ctx.close()
 
@@ -320,4 +323,16 @@ def test_second_order_on_cuda_tensors(monkeypatch, tmp_path, robot, dtype, form)
         for k, (g, w) in enumerate(zip(host, want, strict=True)):
             assert_scaled_close(g.numpy().reshape(37, -1), w.reshape(37, -1),
                                 _tol(np_dtype, ref, s, name), f"{name} block {k} (cuda)")
+        ctx = th.context()
+        try:  # every variant the build carries (idsva_so's directions and gather too)
+            for variant in ctx.variants(name):
+                ctx.set_variant_for(name, variant)
+                got = getattr(ctx, name)(*(dev[a] for a in args))
+                torch.cuda.synchronize()
+                for k, (g, w) in enumerate(zip(got, want, strict=True)):
+                    assert_scaled_close(g.cpu().numpy().reshape(37, -1), w.reshape(37, -1),
+                                        _tol(np_dtype, ref, s, name),
+                                        f"{name} block {k} (cuda, {variant})")
+        finally:
+            ctx.close()
     th.close()

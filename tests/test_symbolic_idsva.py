@@ -106,3 +106,57 @@ def test_models_outside_the_sweep_are_declined():
     model = parse_urdf(planar.encode())
     assert not idsva.supported(model)
     assert idsva.supported(parse_urdf(ROBOTS["iiwa14"].path))
+
+
+GATHER_CASES = [("iiwa14", False), ("hyq", False), ("go2", True), ("g1", True)]
+
+
+@pytest.mark.parametrize("robot,floating", GATHER_CASES,
+                         ids=[f"{r}-{'ff' if f else 'fixed'}" for r, f in GATHER_CASES])
+def test_the_gather_tables_match_the_reference(robot, floating):
+    """The gather form (`symbolic.idsva_gather`: composites, the turns' vectors, every
+    entry from its descriptor) against the float64 reference, with external forces; the
+    structural zeros of its table are zeros of the reference at a random state; the
+    entries two turns write agree to round-off (so either turn may write them)."""
+    from grid_codegen.symbolic import idsva_gather as G
+    if not robot_available(robot):
+        pytest.skip(f"{robot}'s URDF is not on this machine (example-robot-data)")
+    ref = reference.load(ROBOTS[robot].path, floating_base=floating)
+    model = ref.model
+    s = random_states(model, 2, seed=41)
+    plan = G.plan(model)
+    inertias = [[float(x) for x in body.inertia.dynamic_parameters()] for body in model.bodies]
+    want = ref.idsva_so(s.q, s.qd, s.qdd, s.f_ext)
+    for b in range(2):
+        X = A.joint_transforms(model, [float(x) for x in s.q[b]])
+        K = idsva.forward_table(model, X, inertias, [float(x) for x in s.qd[b]],
+                                [float(x) for x in s.qdd[b]],
+                                [float(x) for x in s.f_ext[b]], -9.81)
+        ours = np.array(G.gather_values(model, K, plan), float)
+        theirs = np.concatenate([np.asarray(w)[b].ravel() for w in want])
+        scale = max(1.0, float(np.abs(theirs).max()))
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-11 * scale,
+                                   err_msg=f"state {b}")
+        zeros = np.array(plan.entries) == 0
+        assert zeros.any() or robot == "iiwa14"
+        assert np.all(theirs[zeros] == 0.0) or np.abs(theirs[zeros]).max() < 1e-12 * scale
+    assert len(plan.turns) == sum(len(idsva._ancestor_dofs(model, b)) * j.nv
+                                  for b, j in enumerate(model.joints))
+
+
+def test_the_gather_descriptors_name_real_turns_and_columns():
+    """Every descriptor of a floating tree decodes to a turn of the plan, a column on the
+    chain of that turn's outer column and one of the sixteen formulas."""
+    from grid_codegen.symbolic import idsva_gather as G
+    model = parse_urdf(FLOATING_TREE.encode(), floating_base=True)
+    plan = G.plan(model)
+    owner = G.body_of(model)
+    for e in plan.entries:
+        if e == 0:
+            continue
+        e -= 1
+        t, kr, f = e >> 12, (e >> 4) & 255, e & 15
+        ip, jq = plan.turns[t]
+        assert kr in idsva._ancestor_dofs(model, owner[jq])
+        assert jq in idsva._ancestor_dofs(model, owner[ip])
+        assert 0 <= f < len(G.FORMULAS)

@@ -23,6 +23,9 @@ The GPU model (one H200-class device; coarse by design, it only has to rank vari
   `work` (the pass plus 32 lanes' loops).
 * directions (idsva_so, `emit.directions`): one thread per group of outer directions,
   `ops` the longest group: the thread strategy's rates over `work` (all groups).
+* gather (idsva_so, `emit.idsva_gather`): a block per item, the forward pass on one
+  thread then the turns and entries across the block: `ops` the forward pass plus the
+  longest thread's share, the thread strategy's rates over `work` (every thread's).
 A thread variant whose item writes more than the staged stores take
 (`emit.kernels.STAGE_MAX_WIDTH`) stores one scalar per memory transaction: `scattered`
 scalars at ~20 ps each (g1's ID regressor, 10,500 scalars: ~210 ns per item measured).
@@ -56,6 +59,7 @@ _GPU = {  # strategy: (latency seconds per traced op, throughput traced ops per 
     "block": (3.0 / 6.0 * 1e-9, 2e12),
     "columns": (1.0e-9, 15e12),
     "directions": (1.0e-9, 15e12),
+    "gather": (1.0e-9, 15e12),
     "tangents": (1.0e-9, 15e12),
 }
 

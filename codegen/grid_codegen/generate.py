@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from grid_codegen import dispatch, transforms
-from grid_codegen.emit import BUILDERS, plant, regressor_warp
+from grid_codegen.emit import BUILDERS, idsva_gather, plant, regressor_warp
 from grid_codegen.emit.algorithm import EmitContext, emit_level_item
 from grid_codegen.emit.directions import directions_applicable, emit_directions_variant
 from grid_codegen.emit.kernels import (
@@ -140,6 +140,8 @@ def generate(model: RobotModel, options: CodegenOptions | None = None,
                           jd is not None, transform_table)
     _add_directions_variant(builds, sections, model, ee_frames, dims, options, joint_table,
                             transform_table)
+    _add_gather_variant(builds, sections, model, ee_frames, dims, options, joint_table,
+                        transform_table)
     _add_regressor_warp_variant(builds, sections, model, ee_frames,
                                 dims, options, jd, transform_table)
     if device_api and collision is not None:  # the world distances' kinematics item
@@ -240,6 +242,32 @@ def _add_directions_variant(builds: list[AlgorithmBuild], sections: UnitSections
                                           bool(transform_table))
     builds[k] = _with_variant(build, variant, dispatch.Variant(
         "directions", longest, sum(item.ops for item in items)), dims, options)
+
+
+def _add_gather_variant(builds: list[AlgorithmBuild], sections: UnitSections,
+                        model: RobotModel, ee_frames: tuple, dims: Dims,
+                        options: CodegenOptions, joint_table: int,
+                        transform_table: int) -> None:
+    """idsva_so's gather strategy (`emit.idsva_gather`) beside its others; its default
+    dispatch tables are recomputed with it."""
+    at = {b.algorithm.name: k for k, b in enumerate(builds)}
+    k = at.get("idsva_so")
+    if k is None or not idsva_gather.applicable(model, builds[k].algorithm, options.strategy,
+                                                bool(joint_table)):
+        return
+    build = builds[k]
+    width = build.algorithm.output_size(dims)
+    with sections.section(build.algorithm.name):
+        forward, tiled = idsva_gather.build_forward_items(
+            sections.library, model, ee_frames, options.runtime_inertia, build.algorithm,
+            dims, sections.items, options.runtime_transform,
+            idsva_gather.tile_of(model, width))
+        variant = idsva_gather.emit_variant(sections.kernels, model, build.algorithm, dims,
+                                            forward, tiled, bool(transform_table))
+    lanes = idsva_gather.lane_ops(model, width)
+    team = idsva_gather.default_team(width)
+    builds[k] = _with_variant(build, variant, dispatch.Variant(
+        "gather", forward.ops + lanes, forward.ops + team * lanes), dims, options)
 
 
 def _add_regressor_warp_variant(builds: list[AlgorithmBuild], sections: UnitSections,

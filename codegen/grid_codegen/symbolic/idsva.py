@@ -118,12 +118,12 @@ def forward_table(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence
                   qd: Sequence, qdd: Sequence, fext: Sequence | None, gravity: object
                   ) -> list:
     """The forward pass for the loop form of the sweep (`grid/idsva.h`), flat: per dof
-    `S, psid, psidd, phid` (24), then per body its world rigid inertia (10), `BC` term
-    (36, row-major) and net force (6)."""
+    `S, psid, psidd, psid + phid` (24; the sweep reads `phid` only in that sum), then per
+    body its world rigid inertia (10), `BC` term (36, row-major) and net force (6)."""
     col, Y, B, f = _forward(model, X, I, qd, qdd, fext, gravity)
     K: list = []
     for c in col:
-        K += [*c.S, *c.psid, *c.psidd, *c.phid]
+        K += [*c.S, *c.psid, *c.psidd, *sp.add(c.psid, c.phid)]
     for b in range(model.nb):
         K += [*Y[b], *(B[b][r][m] for r in range(6) for m in range(6)), *f[b]]
     return K
@@ -189,6 +189,49 @@ def _ancestor_dofs(model: RobotModel, b: int) -> list[int]:
     return out
 
 
+def _column_terms(Yc: Sequence, Bc: Sequence[Sequence], Fc: Sequence, ci: _Column) -> tuple:
+    """What every pair of column `ci` (of a body with composites `Yc`, `Bc`, `Fc`)
+    reads: `IC S`, `IC psid`, `f5 = BC psid + S x* F + IC psidd`,
+    `f7 = BC S + IC (psid + phid)` and `BC^T S`."""
+    Si = ci.S
+    ICS = sp.inertia_apply(Yc, Si)
+    ICpsid = sp.inertia_apply(Yc, ci.psid)
+    f5 = sp.add(sp.add(_mat(Bc, ci.psid), sp.force_cross(Si, Fc)),
+                sp.inertia_apply(Yc, ci.psidd))
+    f7 = sp.add(_mat(Bc, Si), sp.inertia_apply(Yc, sp.add(ci.psid, ci.phid)))
+    return ICS, ICpsid, f5, f7, _mat_t(Bc, Si)
+
+
+def _pair_vectors(Yc: Sequence, Bc: Sequence[Sequence], ci: _Column, terms: tuple,
+                  cj: _Column) -> tuple:
+    """The vectors `u1 .. u12` of the pair (column `ci`, ancestor column `cj`): every
+    entry of the pair is a dot product of one of them with a column's motion."""
+    ICS, ICpsid, f5, f7, BtS = terms
+    Si = ci.S
+    Sj, psj = cj.S, cj.psid
+    u2 = _var(Yc, Si, Sj)
+    u9 = sp.force_cross(Sj, ICS)
+    varS_psj = _var(Yc, Si, psj)
+    SixSj = sp.motion_cross(Si, Sj)
+    u1 = sp.add(sp.sub(sp.sub(_var(Yc, ci.psid, Sj), sp.force_cross(Sj, ICpsid)),
+                       _mat_t(Bc, SixSj)),
+                sp.force_cross(Si, _mat_t(Bc, Sj)))
+    u3 = sp.add(sp.add(sp.add(_var(Yc, ci.psid, psj), sp.force_cross(psj, ICpsid)),
+                       sp.sub(sp.force_cross(Si, _mat(Bc, psj)),
+                              _mat(Bc, sp.motion_cross(Si, psj)))),
+                sp.add(_var(Yc, Si, cj.psidd), sp.force_cross(Sj, f5)))
+    u4 = sp.add(u9, sp.force_cross(Si, sp.inertia_apply(Yc, Sj)))
+    psj_ICS = sp.force_cross(psj, ICS)
+    u5 = sp.sub(psj_ICS, varS_psj)
+    u6 = sp.add(sp.add(varS_psj, psj_ICS), sp.force_cross(Sj, f7))
+    u7 = sp.add(sp.add(sp.add(_var(Yc, ci.psid, Sj), sp.force_cross(Sj, ICpsid)),
+                       sp.sub(sp.force_cross(Si, _mat(Bc, Sj)), _mat(Bc, SixSj))),
+                _var(Yc, Si, sp.add(psj, cj.phid)))
+    u8 = sp.force_cross(Sj, BtS)
+    return (u1, u2, u3, u4, u5, u6, u7, u8, u9, sp.add(u2, u9), sp.sub(u2, u9),
+            sp.sub(varS_psj, psj_ICS))
+
+
 def idsva_blocks(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence],
                  qd: Sequence, qdd: Sequence, fext: Sequence | None, gravity: object,
                  order: list[int] | None = None, owners: dict[int, int] | None = None
@@ -240,42 +283,12 @@ def idsva_blocks(model: RobotModel, X: list[sp.Placement], I: Sequence[Sequence]
         chain = _ancestor_dofs(model, b)  # j over every column of b and its ancestors
         for ip in range(joint.idx_v, joint.idx_v + joint.nv):
             ci = col[ip]
-            Si = ci.S
-            ICS = sp.inertia_apply(Yc, Si)
-            ICpsid = sp.inertia_apply(Yc, ci.psid)
-            f5 = sp.add(sp.add(_mat(Bc, ci.psid), sp.force_cross(Si, Fc)),
-                        sp.inertia_apply(Yc, ci.psidd))
-            f7 = sp.add(_mat(Bc, Si), sp.inertia_apply(Yc, sp.add(ci.psid, ci.phid)))
-            BtS = _mat_t(Bc, Si)
+            terms = _column_terms(Yc, Bc, Fc, ci)
             for jq in chain:
                 writer[0] += 1
-                cj = col[jq]
-                Sj, psj = cj.S, cj.psid
                 same_ij = body_of[jq] == b
-                u2 = _var(Yc, Si, Sj)
-                u9 = sp.force_cross(Sj, ICS)
-                varS_psj = _var(Yc, Si, psj)
-                SixSj = sp.motion_cross(Si, Sj)
-                u1 = sp.add(sp.sub(sp.sub(_var(Yc, ci.psid, Sj), sp.force_cross(Sj, ICpsid)),
-                                   _mat_t(Bc, SixSj)),
-                            sp.force_cross(Si, _mat_t(Bc, Sj)))
-                u3 = sp.add(sp.add(sp.add(_var(Yc, ci.psid, psj),
-                                          sp.force_cross(psj, ICpsid)),
-                                   sp.sub(sp.force_cross(Si, _mat(Bc, psj)),
-                                          _mat(Bc, sp.motion_cross(Si, psj)))),
-                            sp.add(_var(Yc, Si, cj.psidd), sp.force_cross(Sj, f5)))
-                u4 = sp.add(u9, sp.force_cross(Si, sp.inertia_apply(Yc, Sj)))
-                psj_ICS = sp.force_cross(psj, ICS)
-                u5 = sp.sub(psj_ICS, varS_psj)
-                u6 = sp.add(sp.add(varS_psj, psj_ICS), sp.force_cross(Sj, f7))
-                u7 = sp.add(sp.add(sp.add(_var(Yc, ci.psid, Sj), sp.force_cross(Sj, ICpsid)),
-                                   sp.sub(sp.force_cross(Si, _mat(Bc, Sj)),
-                                          _mat(Bc, SixSj))),
-                            _var(Yc, Si, sp.add(psj, cj.phid)))
-                u8 = sp.force_cross(Sj, BtS)
-                u10 = sp.add(u2, u9)
-                u11 = sp.sub(u2, u9)
-                u12 = sp.sub(varS_psj, psj_ICS)
+                u1, u2, u3, u4, u5, u6, u7, u8, u9, u10, u11, u12 = _pair_vectors(
+                    Yc, Bc, ci, terms, col[jq])
                 for kr in _ancestor_dofs(model, body_of[jq]):
                     ck = col[kr]
                     Sk, psk = ck.S, ck.psid

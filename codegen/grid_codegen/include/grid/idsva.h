@@ -3,7 +3,7 @@
  * same algorithm, traced; its docstring gives the notation).
  *
  * K (per item, written by the traced forward pass `idsva_forward`): per dof d at 24 d the
- * world-frame S, psid, psidd, phid (6 each); per body b at 24 nv + 52 b its rigid inertia
+ * world-frame S, psid, psidd and psid + phid (6 each); per body b at 24 nv + 52 b its rigid inertia
  * about the world origin (10), its BC term (6x6 row-major) and its net force (6). The
  * sweep turns the bodies' entries into composites in place (a child's added to its parent
  * once the child is done) and writes the four (nv, nv, nv) blocks of idsva_so to out.
@@ -78,6 +78,83 @@ GRID_INLINE void idsva_r3(const T* Y, const T* BC, const T* S, const T* psid, co
   for (int k = 0; k < 6; ++k) out[k] -= w[k];
 }
 
+/// What every pair of column i reads (`ci`: its S, psid, psidd, psid + phid; Y, BC, F:
+/// its body's composites) into P: IC S, IC psid, f5 = BC psid + S x* F + IC psidd,
+/// f7 = BC S + IC (psid + phid), BC^T S (6 each).
+template <typename T>
+GRID_INLINE void idsva_column_terms(const T* Y, const T* BC, const T* F, const T* ci, T* P) {
+  T t[6];
+  inertia_apply(Y, ci, P);
+  inertia_apply(Y, ci + 6, P + 6);
+  idsva_mat(BC, ci + 6, P + 12);
+  force_cross_add(ci, F, P + 12);
+  inertia_apply(Y, ci + 12, t);
+  for (int k = 0; k < 6; ++k) P[12 + k] += t[k];
+  idsva_mat(BC, ci, P + 18);
+  inertia_apply(Y, ci + 18, t);
+  for (int k = 0; k < 6; ++k) P[18 + k] += t[k];
+  idsva_mat_t(BC, ci, P + 24);
+}
+
+/// The vectors of the turn (column i, ancestor column j) into U, 6 each, in the order
+/// of symbolic/idsva_gather.py's TURN_VECTORS: u9, u58 = u5 + u8 (= u8 - u12), u1, u2,
+/// u3, u6, u7, u4. `ci`, `cj`: the columns' motions; P: idsva_column_terms of i.
+template <typename T>
+GRID_INLINE void idsva_turn(const T* Y, const T* BC, const T* ci, const T* P, const T* cj,
+                            T* U) {
+  const T* const ICS = P;
+  const T* const ICpsid = P + 6;
+  const T* const f5 = P + 12;
+  const T* const f7 = P + 18;
+  const T* const BtS = P + 24;
+  const T* const Si = ci;
+  const T* const psid_i = ci + 6;
+  const T* const Sj = cj;
+  const T* const psj = cj + 6;
+  T* const u9 = U;
+  T* const u58 = U + 6;
+  T* const u1 = U + 12;
+  T* const u2 = U + 18;
+  T* const u3 = U + 24;
+  T* const u6 = U + 30;
+  T* const u7 = U + 36;
+  T* const u4 = U + 42;
+  T varS_psj[6], psj_ICS[6], SixSj[6], w[6], x[6];
+  idsva_var(Y, Si, Sj, u2);
+  idsva_fcross(Sj, ICS, u9);
+  idsva_var(Y, Si, psj, varS_psj);
+  idsva_mcross(Si, Sj, SixSj);
+  idsva_fcross(psj, ICS, psj_ICS);
+  // u1 = var(psid_i) Sj - Sj x* ICpsid - BC^T (Si x Sj) + Si x* (BC^T Sj)
+  idsva_var(Y, psid_i, Sj, u1);
+  idsva_fcross(Sj, ICpsid, w);
+  for (int k = 0; k < 6; ++k) u1[k] -= w[k];
+  idsva_mat_t(BC, SixSj, w);
+  for (int k = 0; k < 6; ++k) u1[k] -= w[k];
+  idsva_mat_t(BC, Sj, x);
+  force_cross_add(Si, x, u1);
+  // u3 = r3 psj + var(Si) psidd_j + Sj x* f5
+  idsva_r3(Y, BC, Si, psid_i, ICpsid, psj, u3);
+  idsva_var(Y, Si, cj + 12, w);
+  for (int k = 0; k < 6; ++k) u3[k] += w[k];
+  force_cross_add(Sj, f5, u3);
+  // u4 = u9 + Si x* (IC Sj)
+  inertia_apply(Y, Sj, x);
+  for (int k = 0; k < 6; ++k) u4[k] = u9[k];
+  force_cross_add(Si, x, u4);
+  // u58 = u5 + u8 with u5 = psj x* ICS - var(Si) psj, u8 = Sj x* (BC^T Si)
+  idsva_fcross(Sj, BtS, u58);
+  for (int k = 0; k < 6; ++k) {
+    u58[k] += psj_ICS[k] - varS_psj[k];
+    u6[k] = varS_psj[k] + psj_ICS[k];
+  }
+  force_cross_add(Sj, f7, u6);
+  // u7 = r3 Sj + var(Si) (psj + phj)
+  idsva_r3(Y, BC, Si, psid_i, ICpsid, Sj, u7);
+  idsva_var(Y, Si, cj + 18, w);
+  for (int k = 0; k < 6; ++k) u7[k] += w[k];
+}
+
 template <typename T>
 GRID_HOST_DEVICE inline void idsva_sweep(int nb, int nv, const int* parent,
                                          const int* dof_start, const int* dof_count,
@@ -96,82 +173,36 @@ GRID_HOST_DEVICE inline void idsva_sweep(int nb, int nv, const int* parent,
     const T* const BC = Y + 10;
     const T* const F = Y + 46;
     for (int ip = dof_start[b]; ip < dof_start[b] + dof_count[b]; ++ip) {
-      const T* const Si = K + 24 * ip;
-      const T* const psid_i = Si + 6;
-      const T* const psidd_i = Si + 12;
-      const T* const phid_i = Si + 18;
-      T ICS[6], ICpsid[6], f5[6], f7[6], BtS[6], t[6], t2[6];
-      inertia_apply(Y, Si, ICS);
-      inertia_apply(Y, psid_i, ICpsid);
-      // f5 = BC psid_i + S_i x* F + IC psidd_i;  f7 = BC S_i + IC (psid_i + phid_i)
-      idsva_mat(BC, psid_i, f5);
-      force_cross_add(Si, F, f5);
-      inertia_apply(Y, psidd_i, t);
-      for (int k = 0; k < 6; ++k) f5[k] += t[k];
-      for (int k = 0; k < 6; ++k) t2[k] = psid_i[k] + phid_i[k];
-      idsva_mat(BC, Si, f7);
-      inertia_apply(Y, t2, t);
-      for (int k = 0; k < 6; ++k) f7[k] += t[k];
-      idsva_mat_t(BC, Si, BtS);
+      const T* const ci = K + 24 * ip;
+      T P[30];
+      idsva_column_terms(Y, BC, F, ci, P);
       for (int c = chain_start[b]; c < chain_start[b + 1]; ++c) {
         const int jq = chain[c];
         const int bj = body_of[jq];
         const bool same_ij = bj == b;
-        const T* const Sj = K + 24 * jq;
-        const T* const psj = Sj + 6;
-        const T* const pddj = Sj + 12;
-        const T* const phj = Sj + 18;
-        T u1[6], u2[6], u3[6], u4[6], u5[6], u6[6], u7[6], u8[6], u9[6], u10[6], u11[6],
-            u12[6], varS_psj[6], psj_ICS[6], SixSj[6], w[6], x[6];
-        idsva_var(Y, Si, Sj, u2);
-        idsva_fcross(Sj, ICS, u9);
-        idsva_var(Y, Si, psj, varS_psj);
-        idsva_mcross(Si, Sj, SixSj);
-        idsva_fcross(psj, ICS, psj_ICS);
-        // u1 = var(psid_i) Sj - Sj x* ICpsid - BC^T (Si x Sj) + Si x* (BC^T Sj)
-        idsva_var(Y, psid_i, Sj, u1);
-        idsva_fcross(Sj, ICpsid, w);
-        for (int k = 0; k < 6; ++k) u1[k] -= w[k];
-        idsva_mat_t(BC, SixSj, w);
-        for (int k = 0; k < 6; ++k) u1[k] -= w[k];
-        idsva_mat_t(BC, Sj, x);
-        force_cross_add(Si, x, u1);
-        // u3 = r3 psj + var(Si) pddj + Sj x* f5
-        idsva_r3(Y, BC, Si, psid_i, ICpsid, psj, u3);
-        idsva_var(Y, Si, pddj, w);
-        for (int k = 0; k < 6; ++k) u3[k] += w[k];
-        force_cross_add(Sj, f5, u3);
-        // u4 = u9 + Si x* (IC Sj)
-        inertia_apply(Y, Sj, x);
-        for (int k = 0; k < 6; ++k) u4[k] = u9[k];
-        force_cross_add(Si, x, u4);
+        T U[48], u10[6], u11[6];
+        idsva_turn(Y, BC, ci, P, K + 24 * jq, U);
+        const T* const u9 = U;
+        const T* const u58 = U + 6;  // also u8 - u12
+        const T* const u1 = U + 12;
+        const T* const u2 = U + 18;
+        const T* const u3 = U + 24;
+        const T* const u6 = U + 30;
+        const T* const u7 = U + 36;
+        const T* const u4 = U + 42;
         for (int k = 0; k < 6; ++k) {
-          u5[k] = psj_ICS[k] - varS_psj[k];
-          u6[k] = varS_psj[k] + psj_ICS[k];
           u10[k] = u2[k] + u9[k];
           u11[k] = u2[k] - u9[k];
-          u12[k] = varS_psj[k] - psj_ICS[k];
         }
-        force_cross_add(Sj, f7, u6);
-        // u7 = r3 Sj + var(Si) (psj + phj)
-        idsva_r3(Y, BC, Si, psid_i, ICpsid, Sj, u7);
-        for (int k = 0; k < 6; ++k) x[k] = psj[k] + phj[k];
-        idsva_var(Y, Si, x, w);
-        for (int k = 0; k < 6; ++k) u7[k] += w[k];
-        idsva_fcross(Sj, BtS, u8);
         for (int e = chain_start[bj]; e < chain_start[bj + 1]; ++e) {
           const int kr = chain[e];
           const bool same_jk = body_of[kr] == bj;
           const T* const Sk = K + 24 * kr;
           const T* const psk = Sk + 6;
           const T* const pddk = Sk + 12;
-          T psk_phk[6], u8m12[6];
-          for (int k = 0; k < 6; ++k) {
-            psk_phk[k] = psk[k] + Sk[18 + k];
-            u8m12[k] = u8[k] - u12[k];
-          }
+          const T* const psk_phk = Sk + 18;
           const T p1 = idsva_dot(u11, psk);
-          const T p2 = idsva_dot(u9, pddk) + idsva_dot(u8m12, psk);
+          const T p2 = idsva_dot(u9, pddk) + idsva_dot(u58, psk);
           D2Q[GRID_AT(ip, jq, kr)] = p2;
           DQDV[GRID_AT(ip, kr, jq)] = -p1;
           if (!same_ij) {
@@ -190,8 +221,6 @@ GRID_HOST_DEVICE inline void idsva_sweep(int nb, int nv, const int* parent,
           if (!same_jk) {
             const T p3 = -idsva_dot(u11, Sk);
             const T p5 = idsva_dot(Sk, u9);
-            T u58[6];
-            for (int k = 0; k < 6; ++k) u58[k] = u5[k] + u8[k];
             const T v = idsva_dot(Sk, u3);
             D2Q[GRID_AT(ip, kr, jq)] = p2;
             D2Q[GRID_AT(kr, ip, jq)] = v;
@@ -223,6 +252,61 @@ GRID_HOST_DEVICE inline void idsva_sweep(int nb, int nv, const int* parent,
     }
   }
 #undef GRID_AT
+}
+
+/// The barriers between the gather form's steps: a block's on the GPU, none on the host.
+struct idsva_block_sync {
+  GRID_INLINE void operator()() const {
+#if defined(__CUDA_ARCH__)
+    __syncthreads();
+#endif
+  }
+};
+struct idsva_no_sync {
+  GRID_INLINE void operator()() const {}
+};
+
+/// The gather form (symbolic/idsva_gather.py), its first step: every body's entries of K
+/// (rigid inertia, BC, net force) summed over its subtree, bodies numbered parents
+/// first. Component k of every body is one thread's (`rank`, of `team` threads).
+template <typename T>
+GRID_HOST_DEVICE inline void idsva_composites(int nb, int nv, const int* parent, T* K,
+                                              int rank, int team) {
+  T* const bodies = K + 24 * nv;
+  for (int k = rank; k < 52; k += team) {
+    for (int b = nb - 1; b > 0; --b) {
+      const int p = parent[b];
+      if (p >= 0) bodies[52 * p + k] += bodies[52 * b + k];
+    }
+  }
+}
+
+/// The gather form's second step: the vectors of turn (ip, jq) into U (48), from K with
+/// its composites.
+template <typename T>
+GRID_HOST_DEVICE inline void idsva_turn_vectors(int nv, const int* body_of, const T* K,
+                                                int ip, int jq, T* U) {
+  const T* const Y = K + 24 * nv + 52 * body_of[ip];
+  T P[30];
+  idsva_column_terms(Y, Y + 10, Y + 46, K + 24 * ip, P);
+  idsva_turn(Y, Y + 10, K + 24 * ip, P, K + 24 * jq, U);
+}
+
+/// The gather form's third step: one entry from its descriptor `code` (0: a structural
+/// zero, else 1 + (turn << 12 | kr << 4 | formula)), the turns' vectors U (48 per turn)
+/// and K. `formulas[f]`: {s_a, a, m_a, s_b, b, m_b}, entry = s_a U[a] . V[m_a] +
+/// s_b U[b] . V[m_b] with V the motions of column kr.
+template <typename T>
+GRID_HOST_DEVICE inline T idsva_gather_entry(unsigned code, const T* U, const T* K,
+                                             const signed char (*formulas)[6]) {
+  if (code == 0u) return T{};
+  --code;
+  const signed char* const f = formulas[code & 15u];
+  const T* const V = K + 24 * ((code >> 4) & 255u);
+  const T* const u = U + 48 * (code >> 12);
+  const T a = idsva_dot(u + 6 * f[1], V + 6 * f[2]);
+  const T b = idsva_dot(u + 6 * f[4], V + 6 * f[5]);
+  return T(f[0]) * a + T(f[3]) * b;
 }
 
 }  // namespace grid

@@ -24,6 +24,8 @@
 #define GRID_KERNEL __global__
 #define GRID_RESTRICT __restrict__
 #define GRID_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+/* A per-robot table that device code indexes at run time (in global memory). */
+#define GRID_TABLE static __device__ const
 /* Block strategy: one batch item per block; a pass's units stride over its threads. */
 #define GRID_THREAD_LOOP(i, n) for (int i = (int)threadIdx.x; i < (n); i += (int)blockDim.x)
 #define GRID_SINGLE_THREAD if (threadIdx.x == 0)
@@ -61,6 +63,7 @@ typedef cudaStream_t grid_stream_t;
 #define GRID_KERNEL
 #define GRID_RESTRICT __restrict__
 #define GRID_LAUNCH_BOUNDS(n)
+#define GRID_TABLE static const
 /* The host build: an item's loops are plain loops and its barriers vanish. */
 #define GRID_THREAD_LOOP(i, n) for (int i = 0; i < (n); ++i)
 #define GRID_SINGLE_THREAD if (true)
