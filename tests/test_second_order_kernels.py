@@ -175,30 +175,41 @@ def test_inverse_mass_derivative_from_both_kernels(case):
 
 
 def test_every_strategy_matches_the_reference(case):
-    """idsva_so's strategies beside the thread one, each chosen on a context of its own:
-    directions (one thread per group of turns, `emit.directions`) and gather (a team per
-    item, entries from the per-robot descriptor table, `emit.idsva_gather`; on the host
-    its team is one thread): the reference's numbers, with and without f_ext and qdd, and
-    at a batch that is not a multiple of anything; and the thread strategy's."""
+    """The strategies beside the thread one, each chosen on a context of its own:
+    idsva_so's directions (one thread per group of turns, `emit.directions`) and the
+    gather strategy of both kernels (a team per item, entries from the per-robot
+    descriptor table, fdsva_so's combination as shared contractions,
+    `emit.idsva_gather`; on the host its team is one thread): the reference's numbers,
+    with and without f_ext (and qdd), at a batch that is not a multiple of anything; and
+    the thread strategy's."""
     handle, ref, s, dtype = case
     ctx = handle.context()
     try:
-        assert ctx.variants("idsva_so") == ("thread", "directions", "gather")
-        whole = handle.idsva_so(*(_cast(a, dtype) for a in (s.q, s.qd, s.qdd)))
-        for variant in ("directions", "gather"):
-            ctx.set_variant_for("idsva_so", variant)
-            for args in ((s.q, s.qd, s.qdd, s.f_ext), (s.q, s.qd, None, None)):
-                got = ctx.idsva_so(*(_cast(a, dtype) for a in args))
-                want = ref.idsva_so(*args)
+        for name, drive, built in (("idsva_so", s.qdd, ("thread", "directions", "gather")),
+                                   ("fdsva_so", s.u, ("thread", "gather"))):
+            assert ctx.variants(name) == built
+            whole = getattr(handle, name)(*(_cast(a, dtype) for a in (s.q, s.qd, drive)))
+            for variant in built[1:]:
+                ctx.set_variant_for(name, variant)
+                for args in ((s.q, s.qd, drive, s.f_ext), (s.q, s.qd, drive, None)):
+                    got = getattr(ctx, name)(*(_cast(a, dtype) for a in args))
+                    want = getattr(ref, name)(*args)
+                    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+                        assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1),
+                                            _tol(dtype, ref, s, name),
+                                            f"{name} block {k} ({variant})")
+                split = getattr(ctx, name)(*(_cast(a, dtype) for a in (s.q, s.qd, drive)))
+                for k, (a, b) in enumerate(zip(whole, split, strict=True)):
+                    assert_scaled_close(b.reshape(BATCH, -1), a.reshape(BATCH, -1),
+                                        1e-5 if dtype == np.float32 else 1e-12,
+                                        f"{name} block {k}: {variant} against thread")
+            if name == "idsva_so":
+                ctx.set_variant_for(name, "gather")
+                got = ctx.idsva_so(*(_cast(a, dtype) for a in (s.q, s.qd, None, None)))
+                want = ref.idsva_so(s.q, s.qd, None, None)
                 for k, (g, w) in enumerate(zip(got, want, strict=True)):
                     assert_scaled_close(g.reshape(BATCH, -1), w.reshape(BATCH, -1),
-                                        _tol(dtype, ref, s, "idsva_so"),
-                                        f"idsva_so block {k} ({variant})")
-            split = ctx.idsva_so(*(_cast(a, dtype) for a in (s.q, s.qd, s.qdd)))
-            for k, (a, b) in enumerate(zip(whole, split, strict=True)):
-                assert_scaled_close(b.reshape(BATCH, -1), a.reshape(BATCH, -1),
-                                    1e-5 if dtype == np.float32 else 1e-12,
-                                    f"block {k}: {variant} against thread")
+                                        _tol(dtype, ref, s, name), f"qdd=None, block {k}")
     finally:
         ctx.close()
 

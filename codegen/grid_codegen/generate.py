@@ -248,26 +248,23 @@ def _add_gather_variant(builds: list[AlgorithmBuild], sections: UnitSections,
                         model: RobotModel, ee_frames: tuple, dims: Dims,
                         options: CodegenOptions, joint_table: int,
                         transform_table: int) -> None:
-    """idsva_so's gather strategy (`emit.idsva_gather`) beside its others; its default
-    dispatch tables are recomputed with it."""
-    at = {b.algorithm.name: k for k, b in enumerate(builds)}
-    k = at.get("idsva_so")
-    if k is None or not idsva_gather.applicable(model, builds[k].algorithm, options.strategy,
-                                                bool(joint_table)):
-        return
-    build = builds[k]
-    width = build.algorithm.output_size(dims)
-    with sections.section(build.algorithm.name):
-        forward, tiled = idsva_gather.build_forward_items(
-            sections.library, model, ee_frames, options.runtime_inertia, build.algorithm,
-            dims, sections.items, options.runtime_transform,
-            idsva_gather.tile_of(model, width))
-        variant = idsva_gather.emit_variant(sections.kernels, model, build.algorithm, dims,
-                                            forward, tiled, bool(transform_table))
-    lanes = idsva_gather.lane_ops(model, width)
-    team = idsva_gather.default_team(width)
-    builds[k] = _with_variant(build, variant, dispatch.Variant(
-        "gather", forward.ops + lanes, forward.ops + team * lanes), dims, options)
+    """The gather strategy (`emit.idsva_gather`) of idsva_so and fdsva_so beside their
+    others; their default dispatch tables are recomputed with it."""
+    for k, build in enumerate(builds):
+        if not idsva_gather.applicable(model, build.algorithm, options.strategy,
+                                       bool(joint_table)):
+            continue
+        width = build.algorithm.output_size(dims)
+        with sections.section(build.algorithm.name):
+            head, tiled = idsva_gather.build_head_items(
+                sections.library, model, ee_frames, options.runtime_inertia, build.algorithm,
+                dims, sections.items, options.runtime_transform, idsva_gather.tile_of(width))
+            variant = idsva_gather.emit_variant(sections.kernels, model, build.algorithm,
+                                                dims, head, tiled, bool(transform_table))
+        lanes = idsva_gather.lane_ops(model, width, build.algorithm.name == "fdsva_so")
+        team = idsva_gather.default_team(width)
+        builds[k] = _with_variant(build, variant, dispatch.Variant(
+            "gather", head.ops + lanes, head.ops + team * lanes), dims, options)
 
 
 def _add_regressor_warp_variant(builds: list[AlgorithmBuild], sections: UnitSections,

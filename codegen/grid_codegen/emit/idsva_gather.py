@@ -1,24 +1,37 @@
-"""The gather strategy of `idsva_so`: one item per thread block, its entries in memory order.
+"""The gather strategy of `idsva_so` and `fdsva_so`: a team of threads per item, its
+entries written in memory order.
 
 A thread that runs the whole sweep for its item (the thread strategy) stores one scalar
 per memory transaction, its warp's 32 stores a whole item apart, and at small batches
-leaves the chip idle (g1 at B = 1,024: 1,024 threads). Here a block shares an item
+leaves the chip idle (g1 at B = 1,024: 1,024 threads). Here a team shares an item
 (`symbolic.idsva_gather` holds the math and the tables):
 
-1. thread 0 runs the traced forward pass into the table `K` in shared memory (world
-   columns and bodies, `idsva.forward_table`);
-2. the block sums the bodies' entries over their subtrees (`grid::idsva_composites`,
-   one of the 52 components per thread);
-3. one turn of the sweep per thread: its eight vectors into `U` in shared memory
-   (`grid::idsva_turn_vectors`);
+1. the *head*: the traced forward pass into the table `K` (world columns and bodies,
+   `idsva.forward_table`); for `fdsva_so` at `qdd = FD(q, qd, u)`, followed by `M^-1`
+   and RNEA's first derivatives there;
+2. the bodies' entries of `K` summed over their subtrees (`grid::idsva_composites`, one
+   of the 52 components per thread);
+3. one turn of the sweep per thread: its eight vectors into `U` (`idsva_turn_vectors`);
 4. every entry of the four blocks, thread `r` taking `r, r + team, ...`: a per-robot
    descriptor names its turn, column and formula (`grid::idsva_gather_entry`), so a
-   warp's stores are 32 consecutive scalars and the structural zeros cost a store each.
+   warp's stores are 32 consecutive scalars and the structural zeros cost a store each;
+5. `fdsva_so` only, the implicit-function combination of `emit.second_order` as
+   contractions the team shares: `D = -M^-1 dtau`; per row `l`, with the slab `dM[l]`
+   staged, `qq[l] += P + P^T` (`P[j][k] = dM[l][:, j] . D[:, k]`), `qv[l] += R`, and
+   `dM[l] <- M^-1 dM[l]` (the first factor of `dMinv = -M^-1 dM M^-1`); then per
+   fibre `(j, k)` of each block, `block[:, j, k] <- -M^-1 block[:, j, k]`.
+
+On the GPU a first kernel computes the heads of the items of whole tiles, one item per
+thread, into the head of their tile's output (interleaved by item so that a warp's
+stores fill sectors); the second kernel's block takes a tile of `BLOCK / team` items,
+moves their heads into shared memory and runs steps 2-5. A partial tile's teams compute
+their heads on their first thread. The host build runs the same steps serially per item
+(items across host threads), for the tests.
 
 The descriptors are a per-robot table of `4 nv^3` words in global memory (g1: 686 KB,
-read through L2 by every block); the strategy is built up to MAX_ENTRIES of them and
-while `K` and `U` fit a block's shared memory in float64. The host build runs the same
-steps serially per item (items across host threads), for the tests.
+read through L2 by every block; each algorithm's unit has its own copy); the strategy is
+built up to MAX_ENTRIES of them and while an item's shared memory fits a block in
+float64.
 """
 
 from __future__ import annotations
@@ -36,18 +49,19 @@ from grid_codegen.symbolic import idsva
 from grid_codegen.symbolic import idsva_gather as G
 from grid_codegen.symbolic.emit import Array, ItemBuilder, PassLibrary
 
+ALGORITHMS = ("idsva_so", "fdsva_so")
+
 MAX_ENTRIES = 1 << 19
 """The most entries (`4 nv^3`) the descriptor table holds (nv <= 50)."""
 
 MAX_SHARED_BYTES = 200 * 1024
-"""`K` and the turns' vectors in float64 must fit one block's shared memory (227 KB on
-an H100/H200)."""
+"""An item's shared memory in float64 must fit one block (227 KB on an H100/H200)."""
 
 BLOCK = 256
-"""Threads per block of the gather kernel: `BLOCK / team` items at a time (a tile)."""
+"""Threads per block of the second kernel: `BLOCK / team` items at a time (a tile)."""
 
 REGISTERS = 128
-"""The gather kernel's register cap (its launch bounds)."""
+"""The second kernel's register cap (its launch bounds)."""
 
 FORWARD_BLOCK = 128
 
@@ -56,16 +70,28 @@ def k_size(model: RobotModel) -> int:
     return 24 * model.nv + 52 * model.nb
 
 
+def head_size(model: RobotModel, fd: bool) -> int:
+    """K, then for fdsva_so M^-1 (nv x nv) and dtau (nv x 2nv), row-major."""
+    return k_size(model) + (3 * model.nv ** 2 if fd else 0)
+
+
+def work_size(model: RobotModel, turns: int, fd: bool) -> int:
+    """The scratch after the head: the turns' vectors, then (fdsva_so) D, a staged slab
+    of dM and P in the same space."""
+    return max(48 * turns, 4 * model.nv ** 2 if fd else 0)
+
+
 def applicable(model: RobotModel, algorithm: Algorithm, strategy: str,
                joint_table: bool) -> bool:
-    """idsva_so, built with strategy="auto", on a model the sweep covers, within the
-    table and shared-memory limits above."""
-    if (algorithm.name != "idsva_so" or strategy != "auto" or joint_table
+    """idsva_so or fdsva_so, built with strategy="auto", on a model the sweep covers,
+    within the table and shared-memory limits above."""
+    if (algorithm.name not in ALGORITHMS or strategy != "auto" or joint_table
             or not idsva.supported(model) or model.nv > G.MAX_DOFS
             or 4 * model.nv ** 3 > MAX_ENTRIES):
         return False
+    fd = algorithm.name == "fdsva_so"
     turns = len(G.plan(model).turns)
-    return 8 * (k_size(model) + 48 * turns) <= MAX_SHARED_BYTES
+    return 8 * (head_size(model, fd) + work_size(model, turns, fd)) <= MAX_SHARED_BYTES
 
 
 def default_team(entries: int) -> int:
@@ -76,14 +102,35 @@ def default_team(entries: int) -> int:
     return 128 if entries <= 32768 else BLOCK
 
 
-def build_forward_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
-                        runtime_inertia: bool, algorithm: Algorithm, dims: Dims, w: Writer,
-                        runtime_transform: bool = False, tile: int = 1
-                        ) -> tuple[ThreadItem, str]:
-    """`idsva_so_gather_forward(q, qd, qdd, f_ext, inertia, gravity, out[, transform])`,
-    the forward pass into `out` (a team's K), and `..._forward_tiled`, the same with
-    entry k at `out[tile k]` (the forward kernel's, into the head of a tile's output):
-    the first's ThreadItem and the second's name."""
+def tile_of(width: int) -> int:
+    """Items per tile (a block's items at the default team)."""
+    return BLOCK // default_team(width)
+
+
+def _head(model: RobotModel, fd: bool):
+    """The traced head: `fn(X, qd, qdd or u, f_ext, I, g)`."""
+    nv = model.nv
+
+    def head(x, v, a, f, I, g):
+        X = A.unflatten_placements(x, model.nb)
+        if not fd:
+            return idsva.forward_table(model, X, I, v, a, f, g)
+        solved = A.aba_minv(model, X, I, v, a, f, g)
+        qdd = solved[:nv]
+        dtau = A.rnea_derivatives(model, X, I, v, qdd, f, g)
+        return (idsva.forward_table(model, X, I, v, qdd, f, g) + list(solved[nv:])
+                + [d for row in dtau for d in row])
+    return head
+
+
+def build_head_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
+                     runtime_inertia: bool, algorithm: Algorithm, dims: Dims, w: Writer,
+                     runtime_transform: bool = False, tile: int = 1
+                     ) -> tuple[ThreadItem, str]:
+    """`<name>_gather_head(inputs, inertia, gravity, out[, transform])`, the head into
+    `out` (a team's shared memory), and `..._head_tiled`, the same with entry k at
+    `out[tile k]` (the first kernel's): the first's ThreadItem and the second's name."""
+    fd = algorithm.name == "fdsva_so"
     names, ops = [], 0
     for stride, suffix in ((1, ""), (tile, "_tiled")):
         plan = _Plan(model, ee_frames, runtime_inertia, library, None, runtime_transform)
@@ -91,18 +138,18 @@ def build_forward_items(library: PassLibrary, model: RobotModel, ee_frames: tupl
         ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
                  for p in algorithm.inputs}
         X = plan.transforms(kb, ports["q"])
-        acc = SO._acceleration(kb, ports)
+        drive = ports["u"] if fd else SO._acceleration(kb, ports)
+        what = ("K at qdd = FD(q, qd, u), M^-1 and [dtau/dq | dtau/dqd] there" if fd
+                else "K")
         plan.dynamics_call(
-            kb, f"idsva_forward_table{suffix}", "World-frame columns and bodies of the IDSVA "
-            "sweep (grid/idsva.h K) for the gather strategy, written to `out`"
-            + (f" (entry k at out[{tile} k])." if stride > 1 else "."),
-            lambda x, v, a, f, I, g: idsva.forward_table(
-                model, A.unflatten_placements(x, model.nb), I, v, a, f, g),
-            [X, ports["qd"], acc, ports["f_ext"]], Array.runtime("out", k_size(model), "out"),
-            out_stride=stride)
-        name = f"{algorithm.name}_gather_forward{suffix}"
-        kb.emit_item_function(w, name, f"The forward pass of `{algorithm.name}`'s gather "
-                              "strategy into K (`emit.idsva_gather`)"
+            kb, f"{algorithm.name}_gather_head{suffix}", f"The head of {algorithm.name}'s "
+            f"gather strategy: {what} (grid/idsva.h K: world-frame columns and bodies)"
+            + (f", entry k at out[{tile} k]." if stride > 1 else "."),
+            _head(model, fd), [X, ports["qd"], drive, ports["f_ext"]],
+            Array.runtime("out", head_size(model, fd), "out"), out_stride=stride)
+        name = f"{algorithm.name}_gather_head{suffix}"
+        kb.emit_item_function(w, name, f"The head of `{algorithm.name}`'s gather strategy "
+                              "(`emit.idsva_gather`)"
                               + (f", interleaved by {tile} items." if stride > 1 else "."),
                               item_params(algorithm, dims, False, runtime_transform))
         w.line()
@@ -119,33 +166,10 @@ def _table(w: Writer, ctype: str, name: str, values: Sequence[int], per_line: in
     w.line("};")
 
 
-def tile_of(model: RobotModel, width: int) -> int:
-    """Items per tile (a block's items at the default team)."""
-    return BLOCK // default_team(width)
-
-
-def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
-                 forward: ThreadItem, forward_tiled: str, transform_table: bool
-                 ) -> VariantInfo:
-    """Tables, item function, kernels and launcher of the gather strategy over the
-    forward item functions (`build_forward_items`).
-
-    On the GPU the launcher runs two kernels: the forward pass of the items of whole
-    tiles, one item per thread, into the head of their tile's output (interleaved by
-    item, so that a warp's stores fill sectors); then one tile per block, a team per
-    item: K moved to shared memory (a partial tile's teams run their forward pass on
-    their first thread instead), the composites, the turns, the entries."""
-    name = f"{algorithm.name}_gather"
-    plan = G.plan(model)
-    nv, nb = model.nv, model.nb
-    width = algorithm.output_size(dims)
-    turns = len(plan.turns)
-    ksize = k_size(model)
-    team = default_team(width)
-    tile = BLOCK // team
+def _emit_tables(w: Writer, name: str, model: RobotModel, plan: G.Plan) -> None:
     w.comment(f"The gather strategy's tables (symbolic/idsva_gather.py): the tree, the "
-              f"{turns} turns (ip << 16 | jq), the formulas, and per entry of the four blocks "
-              "0 (a zero) or 1 + (turn << 12 | kr << 4 | formula).")
+              f"{len(plan.turns)} turns (ip << 16 | jq), the formulas, and per entry of the "
+              "four blocks 0 (a zero) or 1 + (turn << 12 | kr << 4 | formula).")
     _table(w, "int", f"{name}_parent", [j.parent for j in model.joints])
     _table(w, "int", f"{name}_body_of", G.body_of(model))
     _table(w, "unsigned", f"{name}_turns", [ip << 16 | jq for ip, jq in plan.turns], 12)
@@ -155,25 +179,20 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
     w.line("};")
     _table(w, "unsigned", f"{name}_entries", plan.entries, 16)
     w.line()
-    with w.namespace(f"layout_{name}"):
-        w.line(f"constexpr int kK = {ksize};  // K: 24 per dof, 52 per body")
-        w.line(f"constexpr int kTurns = {turns};  // U: 48 per turn")
-        w.line("constexpr int kSize = kK + 48 * kTurns;  // shared scalars per item")
-        w.line(f"constexpr int kTeam = {team};  // threads per item by default")
-        w.line(f"constexpr int kTile = {tile};  // items per block at kTeam")
-    w.line()
-    extra = ["args.transform"] if transform_table else []
 
-    def forward_call(fn: str, index: str, out: str) -> str:
-        inputs = [input_pointer(algorithm, dims, k, index) for k in range(len(algorithm.inputs))]
-        return f"{fn}<T, T>({', '.join([*inputs, 'args.inertia', 'args.gravity', out, *extra])})"
 
-    w.doc("Steps 2 to 4 of one item (`emit.idsva_gather`), the threads `rank` of `team`;\n"
-          "`sync` runs between the steps (a block barrier on the GPU).")
+def _emit_steps(w: Writer, name: str, model: RobotModel, turns: int, width: int,
+                fd: bool) -> None:
+    """`<name>_steps`: steps 2-5 of one item by the threads `rank` of `team`."""
+    nv, nb = model.nv, model.nb
+    w.doc("Steps 2 to 5 of one item (`emit.idsva_gather`) by the threads `rank` of `team`:\n"
+          "`H` the item's head, `U` its work space, `out` its output; `sync` runs between\n"
+          "the steps (a block barrier on the GPU), also where `live` is false.")
     w.line("template <typename T, typename Sync>")
-    with w.block(f"GRID_HOST_DEVICE inline void {name}_steps(T* GRID_RESTRICT K, "
+    with w.block(f"GRID_HOST_DEVICE inline void {name}_steps(T* GRID_RESTRICT H, "
                  "T* GRID_RESTRICT U, T* GRID_RESTRICT out, int rank, int team, bool live, "
                  "Sync sync)"):
+        w.line("T* const K = H;")
         w.line(f"if (live) idsva_composites<T>({nb}, {nv}, {name}_parent, K, rank, team);")
         w.line("sync();")
         with w.block(f"if (live) for (int t = rank; t < {turns}; t += team)"):
@@ -183,26 +202,107 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         w.line("sync();")
         w.line(f"if (live) for (int e = rank; e < {width}; e += team) "
                f"out[e] = idsva_gather_entry<T>({name}_entries[e], U, K, {name}_formulas);")
+        if fd:
+            w.line("sync();  // the blocks are whole; U is free")
+            _emit_combine(w, model)
     w.line()
+
+
+def _emit_combine(w: Writer, model: RobotModel) -> None:
+    """Step 5 of fdsva_so (the module doc), inside `<name>_steps`."""
+    nv = model.nv
+    n2, n3 = nv * nv, nv ** 3
+    w.line(f"constexpr int n = {nv};")
+    w.line(f"const T* const Minv = H + {k_size(model)};")
+    w.line(f"const T* const dtau = Minv + {n2};  // n x 2n")
+    w.line("T* const D = U;  // dqdd = -Minv dtau, n x 2n")
+    w.line(f"T* const slab = U + {2 * n2};  // dM[l], n x n")
+    w.line(f"T* const P = slab + {n2};")
+    w.line(f"T* const qq = out; T* const vv = out + {n3}; T* const qv = out + {2 * n3};")
+    w.line(f"T* const dM = out + {3 * n3};")
+    with w.block(f"if (live) for (int e = rank; e < {2 * n2}; e += team)"):
+        w.line("const int i = e / (2 * n), c = e % (2 * n);")
+        w.line("T acc = Minv[i * n] * dtau[c];")
+        w.line("for (int l = 1; l < n; ++l) acc += Minv[i * n + l] * dtau[l * 2 * n + c];")
+        w.line("D[e] = -acc;")
+    w.line("sync();")
+    w.comment("Row by row: qq[l] += P + P^T, qv[l] += R, dM[l] <- Minv dM[l].")
+    with w.block("for (int l = 0; l < n; ++l)"):
+        w.line(f"if (live) for (int e = rank; e < {n2}; e += team) slab[e] = dM[l * {n2} + e];")
+        w.line("sync();")
+        with w.block(f"if (live) for (int e = rank; e < {n2}; e += team)"):
+            w.line("const int j = e / n, k = e % n;")
+            w.line("T p = slab[j] * D[k], r = slab[j] * D[n + k], x = Minv[j] * slab[k];")
+            with w.block("for (int m = 1; m < n; ++m)"):
+                w.line("const T s = slab[m * n + j];")
+                w.line("p += s * D[m * 2 * n + k];")
+                w.line("r += s * D[m * 2 * n + n + k];")
+                w.line("x += Minv[m * n + j] * slab[m * n + k];")
+            w.line("P[e] = p;")
+            w.line(f"qv[l * {n2} + e] += r;")
+            w.line(f"dM[l * {n2} + e] = x;")
+        w.line("sync();")
+        w.line(f"if (live) for (int e = rank; e < {n2}; e += team) "
+               f"qq[l * {n2} + e] += P[e] + P[(e % n) * n + e / n];")
+        w.line("sync();  // the next row restages slab and P")
+    w.comment("Fibre by fibre: block[:, j, k] <- -Minv block[:, j, k], in place.")
+    with w.block(f"if (live) for (int e = rank; e < {4 * n2}; e += team)"):
+        w.line(f"T* const fibre = out + (e / {n2}) * {n3} + e % {n2};")
+        w.line("T t[n];")
+        w.line(f"for (int l = 0; l < n; ++l) t[l] = fibre[l * {n2}];")
+        with w.block("for (int i = 0; i < n; ++i)"):
+            w.line("T acc = Minv[i * n] * t[0];")
+            w.line("for (int l = 1; l < n; ++l) acc += Minv[i * n + l] * t[l];")
+            w.line(f"fibre[i * {n2}] = -acc;")
+
+
+def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
+                 head: ThreadItem, head_tiled: str, transform_table: bool) -> VariantInfo:
+    """Tables, steps, kernels and launcher of the gather strategy over the head item
+    functions (`build_head_items`); the module doc says what runs where."""
+    name = f"{algorithm.name}_gather"
+    fd = algorithm.name == "fdsva_so"
+    plan = G.plan(model)
+    width = algorithm.output_size(dims)
+    turns = len(plan.turns)
+    hsize = head_size(model, fd)
+    team = default_team(width)
+    tile = BLOCK // team
+    _emit_tables(w, name, model, plan)
+    with w.namespace(f"layout_{name}"):
+        w.line(f"constexpr int kHead = {hsize};  // K (24 per dof, 52 per body)"
+               + (", M^-1, dtau" if fd else ""))
+        w.line(f"constexpr int kSize = kHead + {work_size(model, turns, fd)};  "
+               "// shared scalars per item")
+        w.line(f"constexpr int kTeam = {team};  // threads per item by default")
+        w.line(f"constexpr int kTile = {tile};  // items per block at kTeam")
+    w.line()
+    _emit_steps(w, name, model, turns, width, fd)
+    extra = ["args.transform"] if transform_table else []
+
+    def head_call(fn: str, index: str, out: str) -> str:
+        inputs = [input_pointer(algorithm, dims, k, index) for k in range(len(algorithm.inputs))]
+        return f"{fn}<T, T>({', '.join([*inputs, 'args.inertia', 'args.gravity', out, *extra])})"
+
     w.line("#if GRID_IS_CUDA")
-    w.doc(f"First kernel of `{algorithm.name}` (gather strategy): the forward pass of the\n"
-          f"items of whole tiles of `tile` items, one per thread, into the head of their\n"
-          "tile's output (entry k of item j at tile * width + tile k + j).")
+    w.doc(f"First kernel of `{algorithm.name}` (gather strategy): the heads of the items of\n"
+          f"whole tiles of {tile} items, one per thread, into the head of their tile's output\n"
+          f"(entry k of item j at tile * width + {tile} k + j).")
     w.line("template <typename T>")
     with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({FORWARD_BLOCK}) "
-                 f"{name}_forward_kernel(const Args<T> args)"):
+                 f"{name}_head_kernel(const Args<T> args)"):
         w.line(f"const size_t whole = (size_t)(args.batch / {tile}) * {tile};")
         with w.block("for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; "
                      "i < whole; i += (size_t)blockDim.x * gridDim.x)"):
-            w.line(f"T* const K = args.out + (i / {tile}) * {tile * width} + i % {tile};")
-            w.line(forward_call(forward_tiled, "i", "K") + ";")
+            w.line(f"T* const out = args.out + (i / {tile}) * {tile * width} + i % {tile};")
+            w.line(head_call(head_tiled, "i", "out") + ";")
     w.line()
     blocks = 65536 // (REGISTERS * BLOCK)
     w.doc(f"Second kernel of `{algorithm.name}` (gather strategy): a tile of `blockDim.x /\n"
           "team` items per block, a team of threads per item. `tiled`: the first kernel\n"
-          "wrote the K of whole tiles.")
-    w.comment(f"At most {REGISTERS} registers a thread: unbounded, the straight-line forward "
-              "pass takes 255, which caps an SM at 8 warps.")
+          "wrote the heads of whole tiles.")
+    w.comment(f"At most {REGISTERS} registers a thread: unbounded, the straight-line head "
+              "takes 255, which caps an SM at 8 warps.")
     w.line("template <typename T>")
     with w.block(f"GRID_KERNEL void __launch_bounds__({BLOCK}, {blocks}) "
                  f"{name}_kernel(const Args<T> args, int team, bool tiled)"):
@@ -210,29 +310,28 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         w.line("T* const scratch = reinterpret_cast<T*>(grid_smem);")
         w.line("const int tile = (int)blockDim.x / team;")
         w.line("const int j = (int)threadIdx.x / team, rank = (int)threadIdx.x % team;")
-        w.line(f"T* const K = scratch + (size_t)j * layout_{name}::kSize;")
-        w.line(f"T* const U = K + layout_{name}::kK;")
+        w.line(f"T* const H = scratch + (size_t)j * layout_{name}::kSize;")
         w.line("const int tiles = (args.batch + tile - 1) / tile;")
         with w.block("for (int t = (int)blockIdx.x; t < tiles; t += (int)gridDim.x)"):
             w.line("const int first = t * tile;")
             w.line("const int count = args.batch - first < tile ? args.batch - first : tile;")
             w.line(f"T* const tile_out = args.out + (size_t)first * {width};")
             with w.block("if (tiled && count == tile)"):
-                with w.block(f"for (int k = (int)threadIdx.x; k < tile * {ksize}; "
+                with w.block(f"for (int k = (int)threadIdx.x; k < tile * {hsize}; "
                              "k += (int)blockDim.x)"):
                     w.line(f"scratch[(size_t)(k % tile) * layout_{name}::kSize + k / tile] = "
                            "tile_out[k];")
             with w.block("else if (j < count && rank == 0)"):
                 w.line("const size_t item = (size_t)(first + j);")
-                w.line(forward_call(forward.name, "item", "K") + ";")
-            w.line("__syncthreads();  // K is complete before the composites")
-            w.line(f"{name}_steps<T>(K, U, tile_out + (size_t)j * {width}, rank, team, "
-                   "j < count, idsva_block_sync{});")
-            w.line("__syncthreads();  // the next tile reuses K and U")
+                w.line(head_call(head.name, "item", "H") + ";")
+            w.line("__syncthreads();  // the heads are in place")
+            w.line(f"{name}_steps<T>(H, H + layout_{name}::kHead, tile_out + (size_t)j * "
+                   f"{width}, rank, team, j < count, idsva_block_sync{{}});")
+            w.line("__syncthreads();  // the next tile reuses the scratch")
     w.line("#endif")
     w.line()
     emit_configure(w, name, f"sizeof(T) * layout_{name}::kSize * layout_{name}::kTile",
-                   first=(f"{name}_forward_kernel",), cuda_only=True)
+                   first=(f"{name}_head_kernel",), cuda_only=True)
     w.doc(f"Launch `{algorithm.name}` (gather strategy) on `stream`; `cfg.threads`: the\n"
           f"threads per item (a divisor of {BLOCK} that is a multiple of 32; default\n"
           f"layout_{name}::kTeam).")
@@ -247,16 +346,16 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         w.line(f"const size_t shared = sizeof(T) * layout_{name}::kSize * tile;")
         w.line(f"if (shared > {name}_shared_bytes<T>()) return GRID_ERROR_INVALID_ARGUMENT;")
         w.line("if (args.batch == 0) return GRID_OK;")
-        w.comment("The first kernel's layout is the default tile's, and needs K to fit in an "
-                  "item's output.")
-        tiled_ok = "true" if ksize <= width else "false"
-        w.line(f"const bool tiled = {tiled_ok} && team == layout_{name}::kTeam && "
+        w.comment("The first kernel's layout is the default tile's, and needs the head to fit "
+                  "in an item's output.")
+        fits = "true" if hsize <= width else "false"
+        w.line(f"const bool tiled = {fits} && team == layout_{name}::kTeam && "
                "args.batch >= tile;")
         with w.block("if (tiled)"):
             w.line("const int whole = args.batch / tile * tile;")
             w.line(f"int blocks = (whole + {FORWARD_BLOCK - 1}) / {FORWARD_BLOCK};")
             w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
-            w.line(f"{name}_forward_kernel<T><<<blocks, {FORWARD_BLOCK}, 0, stream>>>(args);")
+            w.line(f"{name}_head_kernel<T><<<blocks, {FORWARD_BLOCK}, 0, stream>>>(args);")
             w.line("const int rc = launch_status();")
             w.line("if (rc != GRID_OK) return rc;")
         w.line("int blocks = (args.batch + tile - 1) / tile;")
@@ -267,26 +366,28 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         w.line("(void)stream;")
         w.line("const int tiles = args.batch;")
         w.line(f"const int threads = host_threads(cfg.threads, tiles, "
-               f"{forward.ops + idsva.sweep_operations(model)});")
+               f"{head.ops + idsva.sweep_operations(model)});")
         with w.block("auto tile = [&args](int item)", "};"):
             w.line(f"heap_row<T> scratch(layout_{name}::kSize);  // g1 in float64: 156 KB")
-            w.line("T* const K = scratch.p;")
-            w.line(forward_call(forward.name, "(size_t)item", "K") + ";")
-            w.line(f"{name}_steps<T>(K, K + layout_{name}::kK, args.out + (size_t)item * "
+            w.line("T* const H = scratch.p;")
+            w.line(head_call(head.name, "(size_t)item", "H") + ";")
+            w.line(f"{name}_steps<T>(H, H + layout_{name}::kHead, args.out + (size_t)item * "
                    f"{width}, 0, 1, true, idsva_no_sync{{}});")
         emit_tile_loop(w)
         w.line("#endif")
     w.line()
-    return VariantInfo("gather", BLOCK, BLOCK, tile, f"{name}_shared_bytes<T>()", forward.ops)
+    return VariantInfo("gather", BLOCK, BLOCK, tile, f"{name}_shared_bytes<T>()", head.ops)
 
 
-def lane_ops(model: RobotModel, width: int) -> int:
-    """Operations of a team's longest thread after the forward pass (the dispatch model's):
-    its turns (~800 each) and its entries (~40 each)."""
+def lane_ops(model: RobotModel, width: int, fd: bool) -> int:
+    """Operations of a team's longest thread after the head (the dispatch model's): its
+    turns (~800 each), its entries (~40 each) and (fdsva_so) its share of the
+    combination (~7 nv^4 multiply-adds)."""
     team = default_team(width)
     turns = len(G.plan(model).turns)
-    return 800 * -(-turns // team) + 40 * -(-width // team)
+    combine = 7 * model.nv ** 4 if fd else 0
+    return 800 * -(-turns // team) + (40 * width + combine) // team
 
 
-__all__ = ["BLOCK", "MAX_ENTRIES", "applicable", "build_forward_items", "default_team",
-           "emit_variant", "k_size", "lane_ops", "tile_of"]
+__all__ = ["ALGORITHMS", "BLOCK", "MAX_ENTRIES", "applicable", "build_head_items",
+           "default_team", "emit_variant", "head_size", "k_size", "lane_ops", "tile_of"]
