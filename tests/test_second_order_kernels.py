@@ -199,9 +199,11 @@ def test_every_strategy_matches_the_reference(case):
                                             _tol(dtype, ref, s, name),
                                             f"{name} block {k} ({variant})")
                 split = getattr(ctx, name)(*(_cast(a, dtype) for a in (s.q, s.qd, drive)))
+                # fdsva_so's float32 round-off grows with cond(M)^2 (two solves), as _tol's
+                agree = (1e-12 if dtype != np.float32 else
+                         1e-5 if name == "idsva_so" else _tol(dtype, ref, s, name))
                 for k, (a, b) in enumerate(zip(whole, split, strict=True)):
-                    assert_scaled_close(b.reshape(BATCH, -1), a.reshape(BATCH, -1),
-                                        1e-5 if dtype == np.float32 else 1e-12,
+                    assert_scaled_close(b.reshape(BATCH, -1), a.reshape(BATCH, -1), agree,
                                         f"{name} block {k}: {variant} against thread")
             if name == "idsva_so":
                 ctx.set_variant_for(name, "gather")
