@@ -44,7 +44,6 @@ from grid_codegen.emit.thread import ThreadItem, _Plan, item_params
 from grid_codegen.emit.writer import Writer
 from grid_codegen.model import RobotModel
 from grid_codegen.registry import Algorithm, Dims
-from grid_codegen.symbolic import algorithms as A
 from grid_codegen.symbolic import idsva
 from grid_codegen.symbolic import idsva_gather as G
 from grid_codegen.symbolic.emit import Array, ItemBuilder, PassLibrary
@@ -107,30 +106,18 @@ def tile_of(width: int) -> int:
     return BLOCK // default_team(width)
 
 
-def _head(model: RobotModel, fd: bool):
-    """The traced head: `fn(X, qd, qdd or u, f_ext, I, g)`."""
-    nv = model.nv
-
-    def head(x, v, a, f, I, g):
-        X = A.unflatten_placements(x, model.nb)
-        if not fd:
-            return idsva.forward_table(model, X, I, v, a, f, g)
-        solved = A.aba_minv(model, X, I, v, a, f, g)
-        qdd = solved[:nv]
-        dtau = A.rnea_derivatives(model, X, I, v, qdd, f, g)
-        return (idsva.forward_table(model, X, I, v, qdd, f, g) + list(solved[nv:])
-                + [d for row in dtau for d in row])
-    return head
-
-
 def build_head_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
                      runtime_inertia: bool, algorithm: Algorithm, dims: Dims, w: Writer,
                      runtime_transform: bool = False, tile: int = 1
                      ) -> tuple[ThreadItem, str]:
     """`<name>_gather_head(inputs, inertia, gravity, out[, transform])`, the head into
     `out` (a team's shared memory), and `..._head_tiled`, the same with entry k at
-    `out[tile k]` (the first kernel's): the first's ThreadItem and the second's name."""
+    `out[tile k]` (the first kernel's): the first's ThreadItem and the second's name.
+    The head's passes are the thread strategy's loop-form passes (`idsva_forward`, and
+    fdsva_so's `aba_minv`, `rnea_derivatives_dense`), shared with it where it has them;
+    a last pass copies them out."""
     fd = algorithm.name == "fdsva_so"
+    nv = model.nv
     names, ops = [], 0
     for stride, suffix in ((1, ""), (tile, "_tiled")):
         plan = _Plan(model, ee_frames, runtime_inertia, library, None, runtime_transform)
@@ -138,15 +125,21 @@ def build_head_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
         ports = {p.name: Array.runtime(p.name, p.width(dims), "item", not p.required)
                  for p in algorithm.inputs}
         X = plan.transforms(kb, ports["q"])
-        drive = ports["u"] if fd else SO._acceleration(kb, ports)
-        what = ("K at qdd = FD(q, qd, u), M^-1 and [dtau/dq | dtau/dqd] there" if fd
-                else "K")
-        plan.dynamics_call(
-            kb, f"{algorithm.name}_gather_head{suffix}", f"The head of {algorithm.name}'s "
-            f"gather strategy: {what} (grid/idsva.h K: world-frame columns and bodies)"
-            + (f", entry k at out[{tile} k]." if stride > 1 else "."),
-            _head(model, fd), [X, ports["qd"], drive, ports["f_ext"]],
-            Array.runtime("out", head_size(model, fd), "out"), out_stride=stride)
+        if fd:
+            solved, acc, dtau = SO.fd_first_order(plan, kb, X, ports)
+            parts = [SO.forward_table_call(plan, kb, [X, ports["qd"], acc, ports["f_ext"]]),
+                     solved, dtau]
+            pick = lambda K, s, d: [*K, *s[nv:], *d]  # noqa: E731
+        else:
+            acc = SO._acceleration(kb, ports)
+            parts = [SO.forward_table_call(plan, kb, [X, ports["qd"], acc, ports["f_ext"]])]
+            pick = lambda K: list(K)  # noqa: E731
+        kb.call(f"{algorithm.name}_gather_head_out{suffix}",
+                f"The head of {algorithm.name}'s gather strategy out: K"
+                + (", M^-1, dtau" if fd else "")
+                + (f", entry k at out[{tile} k]." if stride > 1 else "."),
+                pick, parts, Array.runtime("out", head_size(model, fd), "out"),
+                out_stride=stride)
         name = f"{algorithm.name}_gather_head{suffix}"
         kb.emit_item_function(w, name, f"The head of `{algorithm.name}`'s gather strategy "
                               "(`emit.idsva_gather`)"

@@ -258,12 +258,7 @@ def _emit_idsva_loops(plan, kb: ItemBuilder, arrays: list[Array], out: Array) ->
     `K`, then the backward sweep as loops over the robot's tree tables (code independent
     of the number of pairs of columns)."""
     model: RobotModel = plan.model
-    K = plan.dynamics_call(
-        kb, "idsva_forward", "World-frame columns and bodies for the loop form of the "
-        "IDSVA sweep (grid/idsva.h K).",
-        lambda x, v, a, f, I, g: idsva.forward_table(
-            model, A.unflatten_placements(x, model.nb), I, v, a, f, g),
-        arrays, "K", dense=True)
+    K = forward_table_call(plan, kb, arrays)
     tables = idsva.tree_tables(model)
     kb.call_static(f"idsva_sweep_{model.nv}", lambda w: _sweep_body(w, model, tables),
                    "The four blocks of idsva_so by the IDSVA sweep as loops over the tree "
@@ -272,6 +267,17 @@ def _emit_idsva_loops(plan, kb: ItemBuilder, arrays: list[Array], out: Array) ->
                     (f"T* GRID_RESTRICT {out.name}", out.name)],
                    idsva.sweep_operations(model))
 
+
+def forward_table_call(plan, kb: ItemBuilder, arrays: list[Array]) -> Array:
+    """The forward pass of the sweep's loop forms into the local `K` (`grid/idsva.h`;
+    also the gather strategy's, which shares the pass)."""
+    model: RobotModel = plan.model
+    return plan.dynamics_call(
+        kb, "idsva_forward", "World-frame columns and bodies for the loop form of the "
+        "IDSVA sweep (grid/idsva.h K).",
+        lambda x, v, a, f, I, g: idsva.forward_table(
+            model, A.unflatten_placements(x, model.nb), I, v, a, f, g),
+        arrays, "K", dense=True)
 
 def _sweep_body(w: Writer, model: RobotModel, tables: dict[str, list[int]]) -> None:
     """The robot's tree tables (a function-local static copy: nvcc lets device code
@@ -416,9 +422,23 @@ def emit_idsva_so(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array) -> N
 def emit_fdsva_so(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array) -> None:
     """`fdsva_so`: FD and M^-1, RNEA's first and second derivatives there (the passes of
     `idsva_so`, shared), then the implicit-function combination in place."""
+    nv = plan.model.nv
+    solved, acc, derivative = fd_first_order(plan, kb, X, ports)
+    emit_second_order(plan, kb, X, ports["qd"], acc, ports["f_ext"], out)
+    kb.call_static(f"fdsva_combine_{nv}", lambda w: _combine_body(w, nv),
+                   "d2qdd = -Minv (d2tau + dM dqdd + (dM dqdd)^T) and dMinv = -Minv dM "
+                   "Minv, in place over the four blocks (dense loops).",
+                   [(f"const T* GRID_RESTRICT {solved.name}", solved.name),
+                    (f"T* GRID_RESTRICT {derivative.name}", derivative.name),
+                    (f"T* GRID_RESTRICT {out.name}", out.name)], 8 * nv ** 4)
+
+
+def fd_first_order(plan, kb: ItemBuilder, X: Array, ports: dict) -> tuple[Array, Array, Array]:
+    """fdsva_so's first-order passes (also its gather strategy's, which shares them):
+    `qdd_minv` (FD and M^-1), `acc` (FD's qdd) and `dtau` (RNEA's first derivatives
+    there, nv x 2nv), dense locals."""
     model: RobotModel = plan.model
     nv = model.nv
-
     solved = plan.dynamics_call(
         kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
         "then), sharing the articulated inertias.",
@@ -435,14 +455,7 @@ def emit_fdsva_so(plan, kb: ItemBuilder, X: Array, ports: dict, out: Array) -> N
     derivative = plan.dynamics_call(
         kb, "rnea_derivatives_dense", "[dtau/dq | dtau/dqd] (dense).", dtau,
         [X, ports["qd"], acc, ports["f_ext"]], "dtau", dense=True)
-    emit_second_order(plan, kb, X, ports["qd"], acc, ports["f_ext"], out)
-    kb.call_static(f"fdsva_combine_{nv}", lambda w: _combine_body(w, nv),
-                   "d2qdd = -Minv (d2tau + dM dqdd + (dM dqdd)^T) and dMinv = -Minv dM "
-                   "Minv, in place over the four blocks (dense loops).",
-                   [(f"const T* GRID_RESTRICT {solved.name}", solved.name),
-                    (f"T* GRID_RESTRICT {derivative.name}", derivative.name),
-                    (f"T* GRID_RESTRICT {out.name}", out.name)], 8 * nv ** 4)
-
+    return solved, acc, derivative
 
 def _combine_body(w: Writer, nv: int) -> None:
     """The loops of `fdsva_combine`: `qdd_minv` holds qdd (nv) then Minv (row-major),
