@@ -325,24 +325,24 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
     w.line()
     emit_configure(w, name, f"sizeof(T) * layout_{name}::kSize * layout_{name}::kTile",
                    first=(f"{name}_head_kernel",), cuda_only=True)
-    w.doc(f"Launch `{algorithm.name}` (gather strategy) on `stream`; `cfg.threads`: the\n"
-          f"threads per item (a divisor of {BLOCK} that is a multiple of 32; default\n"
-          f"layout_{name}::kTeam).")
+    w.doc(f"Launch `{algorithm.name}` (gather strategy) on `stream`; `cfg.threads`: threads\n"
+          f"per block, a multiple of the team (layout_{name}::kTeam) up to {BLOCK} (default\n"
+          f"{BLOCK}); the first kernel runs at the default only.")
     w.line("template <typename T>")
     with w.block(f"inline int launch_{name}(const Args<T>& args, const grid_launch_config& cfg,"
                  " grid_stream_t stream)"):
         w.line("#if GRID_IS_CUDA")
-        w.line(f"const int team = cfg.threads > 0 ? cfg.threads : layout_{name}::kTeam;")
-        w.line(f"if (team > {BLOCK} || team % 32 != 0 || {BLOCK} % team != 0) "
+        w.line(f"const int threads = cfg.threads > 0 ? cfg.threads : {BLOCK};")
+        w.line(f"const int team = layout_{name}::kTeam;")
+        w.line(f"if (threads > {BLOCK} || threads % team != 0) "
                "return GRID_ERROR_INVALID_ARGUMENT;")
-        w.line(f"const int tile = {BLOCK} / team;")
+        w.line("const int tile = threads / team;")
         w.line(f"const size_t shared = sizeof(T) * layout_{name}::kSize * tile;")
-        w.line(f"if (shared > {name}_shared_bytes<T>()) return GRID_ERROR_INVALID_ARGUMENT;")
         w.line("if (args.batch == 0) return GRID_OK;")
         w.comment("The first kernel's layout is the default tile's, and needs the head to fit "
                   "in an item's output.")
         fits = "true" if hsize <= width else "false"
-        w.line(f"const bool tiled = {fits} && team == layout_{name}::kTeam && "
+        w.line(f"const bool tiled = {fits} && tile == layout_{name}::kTile && "
                "args.batch >= tile;")
         with w.block("if (tiled)"):
             w.line("const int whole = args.batch / tile * tile;")
@@ -353,7 +353,7 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
             w.line("if (rc != GRID_OK) return rc;")
         w.line("int blocks = (args.batch + tile - 1) / tile;")
         w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
-        w.line(f"{name}_kernel<T><<<blocks, {BLOCK}, shared, stream>>>(args, team, tiled);")
+        w.line(f"{name}_kernel<T><<<blocks, threads, shared, stream>>>(args, team, tiled);")
         w.line("return launch_status();")
         w.line("#else")
         w.line("(void)stream;")
