@@ -279,6 +279,7 @@ def forward_table_call(plan, kb: ItemBuilder, arrays: list[Array]) -> Array:
             model, A.unflatten_placements(x, model.nb), I, v, a, f, g),
         arrays, "K", dense=True)
 
+
 def _sweep_body(w: Writer, model: RobotModel, tables: dict[str, list[int]]) -> None:
     """The robot's tree tables (a function-local static copy: nvcc lets device code
     index those, not namespace-scope constexpr arrays), then the sweep."""
@@ -456,6 +457,7 @@ def fd_first_order(plan, kb: ItemBuilder, X: Array, ports: dict) -> tuple[Array,
         kb, "rnea_derivatives_dense", "[dtau/dq | dtau/dqd] (dense).", dtau,
         [X, ports["qd"], acc, ports["f_ext"]], "dtau", dense=True)
     return solved, acc, derivative
+
 
 def _combine_body(w: Writer, nv: int) -> None:
     """The loops of `fdsva_combine`: `qdd_minv` holds qdd (nv) then Minv (row-major),
