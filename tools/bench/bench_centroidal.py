@@ -121,9 +121,11 @@ def _device_kernels(fn: Any, calls: int) -> list[dict]:
 
 def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
                 profile: str = "centroidal", batch: int | None = None,
-                algorithms: tuple[str, ...] = (), trace: bool = False) -> list[dict]:
+                algorithms: tuple[str, ...] = (), trace: bool = False,
+                variant: str = "") -> list[dict]:
     """`algorithms`: a subset of the profile to build and time (default: all of it);
-    `trace` (CUDA): also the kernels each call launches with their device time."""
+    `trace` (CUDA): also the kernels each call launches with their device time;
+    `variant`: launch every algorithm that has it with that strategy variant."""
     path, floating = _urdf(robot)
     backend = "torch" if device == "cuda" else "numpy"
     handle = grid_rbd.register_robot(f"{robot}_{profile}_bench", urdf_path=str(path),
@@ -153,11 +155,16 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
             out = np.empty((batch, size), npdtype)
             def fill(out=out):
                 out.fill(0)
+        if variant and variant not in handle.variants(name):
+            print(f"{robot:7s} {name:28s} has no variant {variant!r} "
+                  f"(it has {', '.join(handle.variants(name))})", flush=True)
+            continue
+        handle.set_variant_for(name, variant)
         method = getattr(handle, name)
         seconds = _median_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o), reps, sync)
         bound = _median_seconds(fill, reps, sync)
         row = {"robot": robot, "profile": profile, "algorithm": name, "batch": batch,
-               "dtype": dtype,
+               "dtype": dtype, "variant": variant or "dispatch",
                "device": device, "ns_per_item": seconds / batch * 1e9,
                "write_bound_ns_per_item": bound / batch * 1e9,
                "ratio_to_write_bound": seconds / bound,
@@ -199,6 +206,8 @@ def main() -> None:
     parser.add_argument("--store", help="store folder (default: a fresh temporary one)")
     parser.add_argument("--trace", action="store_true",
                         help="CUDA: the kernels each call launches, with their device time")
+    parser.add_argument("--variant", default="",
+                        help="a strategy variant to force (default: the artifact's dispatch)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if args.threads:
@@ -209,7 +218,7 @@ def main() -> None:
     for robot in args.robots.split(","):
         rows += bench_robot(robot, args.device, args.dtype, args.reps, store, args.profile,
                             args.batch, tuple(a for a in args.algorithms.split(",") if a),
-                            args.trace)
+                            args.trace, args.variant)
     write_rows(args.out, rows, threads=args.threads or os.cpu_count())
 
 
