@@ -160,3 +160,42 @@ def test_the_gather_descriptors_name_real_turns_and_columns():
         assert kr in idsva._ancestor_dofs(model, owner[jq])
         assert jq in idsva._ancestor_dofs(model, owner[ip])
         assert 0 <= f < len(G.FORMULAS)
+
+
+@pytest.mark.parametrize("robot", ["iiwa14", "floating-tree"])
+def test_the_product_codes_give_the_gather_values(robot):
+    """Every entry decoded from its two product codes as `grid::idsva_gather_entry`
+    decodes them (offsets into the padded U and K of `emit.idsva_gather`, signs in two
+    bits) equals the gather form's value, which the test above checks against the
+    reference; the pads put fewer of a warp's loads in one bank."""
+    from grid_codegen.emit import idsva_gather as E
+    from grid_codegen.symbolic import idsva_gather as G
+    model = (parse_urdf(FLOATING_TREE.encode(), floating_base=True) if robot != "iiwa14"
+             else reference.load(ROBOTS["iiwa14"].path).model)
+    s = random_states(model, 1, seed=7)
+    inertias = [[float(x) for x in body.inertia.dynamic_parameters()] for body in model.bodies]
+    X = A.joint_transforms(model, [float(x) for x in s.q[0]])
+    K = idsva.forward_table(model, X, inertias, [float(x) for x in s.qd[0]],
+                            [float(x) for x in s.qdd[0]], [float(x) for x in s.f_ext[0]],
+                            -9.81)
+    plan = G.plan(model)
+    want = np.array(G.gather_values(model, K, plan), float)
+    columns = np.array(E.pad_columns(model, G.composites(model, K)), float)
+    U = np.zeros(E.TURN_STRIDE * len(plan.turns))
+    for t, (ip, jq) in enumerate(plan.turns):
+        U[E.TURN_STRIDE * t:E.TURN_STRIDE * t + 48] = [
+            float(x) for x in G.turn_vectors(model, G.composites(model, K), ip, jq)]
+
+    def product(code: int) -> float:
+        if code == 0:
+            return 0.0
+        u, c, sign = code >> 16, (code >> 2) & 0x3FFF, code & 3
+        assert sign in (1, 3)
+        value = float(U[u:u + 6] @ columns[c:c + 6])
+        return -value if sign == 3 else value
+
+    codes = E.entry_codes(plan)
+    ours = np.array([product(c & 0xFFFFFFFF) + product(c >> 32) for c in codes])
+    np.testing.assert_allclose(ours, want, rtol=0, atol=1e-12 * max(1.0, np.abs(want).max()))
+    assert [c == 0 for c in codes] == [e == 0 for e in plan.entries]
+    assert E.bank_wavefronts(model, plan) < E.bank_wavefronts(model, plan, 24, 48)

@@ -28,10 +28,12 @@ moves their heads into shared memory and runs steps 2-5. A partial tile's teams 
 their heads on their first thread. The host build runs the same steps serially per item
 (items across host threads), for the tests.
 
-The descriptors are a per-robot table of `4 nv^3` words in global memory (g1: 686 KB,
-read through L2 by every block; each algorithm's unit has its own copy); the strategy is
-built up to MAX_ENTRIES of them and while an item's shared memory fits a block in
-float64.
+The entries' codes are a per-robot table of `4 nv^3` 64-bit words in global memory (g1:
+1.4 MB, read through L2 by every block; each algorithm's unit has its own copy): the
+offsets of one or two products' 6-vectors in U and K, with their signs, so an entry is
+one 8-byte load, two dot products and no decoding. K's columns and U's turns are padded
+to odd strides (COLUMN_STRIDE, TURN_STRIDE). The strategy is built up to MAX_ENTRIES
+entries and while an item's shared memory fits a block in float64.
 """
 
 from __future__ import annotations
@@ -64,9 +66,70 @@ REGISTERS = 128
 
 FORWARD_BLOCK = 128
 
+COLUMN_STRIDE = 25
+"""Scalars per column of K (24 of the loop form's table, then one pad): an odd stride puts
+a warp's loads of consecutive columns in distinct shared-memory banks."""
+
+TURN_STRIDE = 49
+"""Scalars per turn in U (its eight 6-vectors, then one pad), odd for the same reason.
+With both pads a warp's shared loads of the entry step take 2.4x fewer wavefronts
+(`bank_wavefronts`, per item: iiwa14 2,718 -> 1,152, g1 181,560 -> 73,938; 3,486 for
+iiwa14 when every entry also loaded an absent second product)."""
+
 
 def k_size(model: RobotModel) -> int:
-    return 24 * model.nv + 52 * model.nb
+    return COLUMN_STRIDE * model.nv + 52 * model.nb
+
+
+def pad_columns(model: RobotModel, K: Sequence) -> list:
+    """The loop form's table (24 per column, then the bodies) in K's layout here."""
+    nv = model.nv
+    out: list = []
+    for d in range(nv):
+        out += [*K[24 * d:24 * d + 24], *[0.0] * (COLUMN_STRIDE - 24)]
+    return out + list(K[24 * nv:])
+
+
+def product_code(sign: int, turn: int, vector: int, column: int, motion: int) -> int:
+    """One product's code for `grid::idsva_gather_product`."""
+    if sign == 0:
+        return 0
+    return ((TURN_STRIDE * turn + 6 * vector) << 16 | (COLUMN_STRIDE * column + 6 * motion) << 2
+            | (1 if sign > 0 else 3))
+
+
+def entry_codes(plan: G.Plan) -> list[int]:
+    """Every entry's 64-bit code for `grid::idsva_gather_entry` (0: a structural zero)."""
+    codes = []
+    for e in plan.entries:
+        if e == 0:
+            codes.append(0)
+            continue
+        turn, column, formula = G.decode(e)
+        first, second = (product_code(s, turn, u, column, m) for s, u, m in G.FORMULAS[formula])
+        codes.append(first | second << 32)
+    return codes
+
+
+def bank_wavefronts(model: RobotModel, plan: G.Plan, column_stride: int = COLUMN_STRIDE,
+                    turn_stride: int = TURN_STRIDE) -> int:
+    """Shared-memory wavefronts of one item's entry step (a warp takes 32 consecutive
+    entries; a load takes as many wavefronts as the most distinct words in one bank)."""
+    total = 0
+    u_base = column_stride * model.nv + 52 * model.nb
+    for w0 in range(0, len(plan.entries), 32):
+        lanes = [G.decode(e) for e in plan.entries[w0:w0 + 32] if e]
+        for op in range(2):
+            for on_u in (True, False):
+                for c in range(6):
+                    words = {(u_base + turn_stride * t + 6 * G.FORMULAS[f][op][1] + c) if on_u
+                             else column_stride * kr + 6 * G.FORMULAS[f][op][2] + c
+                             for t, kr, f in lanes if G.FORMULAS[f][op][0]}
+                    banks = [0] * 32
+                    for word in words:
+                        banks[word % 32] += 1
+                    total += max(banks)
+    return total
 
 
 def head_size(model: RobotModel, fd: bool) -> int:
@@ -77,7 +140,7 @@ def head_size(model: RobotModel, fd: bool) -> int:
 def work_size(model: RobotModel, turns: int, fd: bool) -> int:
     """The scratch after the head: the turns' vectors, then (fdsva_so) D, a staged slab
     of dM and P in the same space."""
-    return max(48 * turns, 4 * model.nv ** 2 if fd else 0)
+    return max(TURN_STRIDE * turns, 4 * model.nv ** 2 if fd else 0)
 
 
 def applicable(model: RobotModel, algorithm: Algorithm, strategy: str,
@@ -90,6 +153,8 @@ def applicable(model: RobotModel, algorithm: Algorithm, strategy: str,
         return False
     fd = algorithm.name == "fdsva_so"
     turns = len(G.plan(model).turns)
+    if TURN_STRIDE * turns > 0xffff - 48 or COLUMN_STRIDE * model.nv > 0x3fff - 24:
+        return False  # beyond the product codes' offsets
     return 8 * (head_size(model, fd) + work_size(model, turns, fd)) <= MAX_SHARED_BYTES
 
 
@@ -129,11 +194,11 @@ def build_head_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
             solved, acc, dtau = SO.fd_first_order(plan, kb, X, ports)
             parts = [SO.forward_table_call(plan, kb, [X, ports["qd"], acc, ports["f_ext"]]),
                      solved, dtau]
-            pick = lambda K, s, d: [*K, *s[nv:], *d]  # noqa: E731
+            pick = lambda K, s, d: [*pad_columns(model, K), *s[nv:], *d]  # noqa: E731
         else:
             acc = SO._acceleration(kb, ports)
             parts = [SO.forward_table_call(plan, kb, [X, ports["qd"], acc, ports["f_ext"]])]
-            pick = lambda K: list(K)  # noqa: E731
+            pick = lambda K: pad_columns(model, K)  # noqa: E731
         kb.call(f"{algorithm.name}_gather_head_out{suffix}",
                 f"The head of {algorithm.name}'s gather strategy out: K"
                 + (", M^-1, dtau" if fd else "")
@@ -151,7 +216,8 @@ def build_head_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
     return ThreadItem(names[0], ops), names[1]
 
 
-def _table(w: Writer, ctype: str, name: str, values: Sequence[int], per_line: int = 24) -> None:
+def _table(w: Writer, ctype: str, name: str, values: Sequence[int | str],
+           per_line: int = 24) -> None:
     w.line(f"GRID_TABLE {ctype} {name}[{max(1, len(values))}] = {{")
     text = [str(v) for v in values] or ["0"]
     for k in range(0, len(text), per_line):
@@ -161,16 +227,13 @@ def _table(w: Writer, ctype: str, name: str, values: Sequence[int], per_line: in
 
 def _emit_tables(w: Writer, name: str, model: RobotModel, plan: G.Plan) -> None:
     w.comment(f"The gather strategy's tables (symbolic/idsva_gather.py): the tree, the "
-              f"{len(plan.turns)} turns (ip << 16 | jq), the formulas, and per entry of the "
-              "four blocks 0 (a zero) or 1 + (turn << 12 | kr << 4 | formula).")
+              f"{len(plan.turns)} turns (ip << 16 | jq), and per entry of the four blocks "
+              "its two product codes (grid::idsva_gather_entry; 0 for a zero).")
     _table(w, "int", f"{name}_parent", [j.parent for j in model.joints])
     _table(w, "int", f"{name}_body_of", G.body_of(model))
     _table(w, "unsigned", f"{name}_turns", [ip << 16 | jq for ip, jq in plan.turns], 12)
-    w.line(f"GRID_TABLE signed char {name}_formulas[16][6] = {{")
-    for (sa, a, ma), (sb, b, mb) in G.FORMULAS:
-        w.line(f"    {{{sa}, {a}, {ma}, {sb}, {b}, {mb}}},")
-    w.line("};")
-    _table(w, "unsigned", f"{name}_entries", plan.entries, 16)
+    _table(w, "unsigned long long", f"{name}_codes",
+           [f"{c:#x}ull" if c else "0" for c in entry_codes(plan)], 8)
     w.line()
 
 
@@ -186,15 +249,16 @@ def _emit_steps(w: Writer, name: str, model: RobotModel, turns: int, width: int,
                  "T* GRID_RESTRICT U, T* GRID_RESTRICT out, int rank, int team, bool live, "
                  "Sync sync)"):
         w.line("T* const K = H;")
-        w.line(f"if (live) idsva_composites<T>({nb}, {nv}, {name}_parent, K, rank, team);")
+        w.line(f"T* const bodies = K + {COLUMN_STRIDE * nv};")
+        w.line(f"if (live) idsva_composites<T>({nb}, {name}_parent, bodies, rank, team);")
         w.line("sync();")
         with w.block(f"if (live) for (int t = rank; t < {turns}; t += team)"):
             w.line(f"const unsigned pair = {name}_turns[t];")
-            w.line(f"idsva_turn_vectors<T>({nv}, {name}_body_of, K, (int)(pair >> 16), "
-                   "(int)(pair & 0xffffu), U + 48 * t);")
+            w.line(f"idsva_turn_vectors<T>(K, {COLUMN_STRIDE}, bodies, {name}_body_of, "
+                   f"(int)(pair >> 16), (int)(pair & 0xffffu), U + {TURN_STRIDE} * t);")
         w.line("sync();")
         w.line(f"if (live) for (int e = rank; e < {width}; e += team) "
-               f"out[e] = idsva_gather_entry<T>({name}_entries[e], U, K, {name}_formulas);")
+               f"out[e] = idsva_gather_entry<T>({name}_codes[e], U, K);")
         if fd:
             w.line("sync();  // the blocks are whole; U is free")
             _emit_combine(w, model)
@@ -263,7 +327,7 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
     tile = BLOCK // team
     _emit_tables(w, name, model, plan)
     with w.namespace(f"layout_{name}"):
-        w.line(f"constexpr int kHead = {hsize};  // K (24 per dof, 52 per body)"
+        w.line(f"constexpr int kHead = {hsize};  // K ({COLUMN_STRIDE} per dof, 52 per body)"
                + (", M^-1, dtau" if fd else ""))
         w.line(f"constexpr int kSize = kHead + {work_size(model, turns, fd)};  "
                "// shared scalars per item")

@@ -104,6 +104,13 @@ class Plan:
     entries: tuple[int, ...]
 
 
+def decode(descriptor: int) -> tuple[int, int, int]:
+    """`(turn, kr, formula)` of a nonzero entry descriptor."""
+    e = descriptor - 1
+    return (e >> (KR_BITS + FORMULA_BITS), (e >> FORMULA_BITS) & MAX_DOFS,
+            e & ((1 << FORMULA_BITS) - 1))
+
+
 def body_of(model: RobotModel) -> list[int]:
     out = [0] * model.nv
     for b, joint in enumerate(model.joints):
@@ -186,11 +193,9 @@ def gather_values(model: RobotModel, K: Sequence, the_plan: Plan) -> list:
         if e == 0:
             out.append(0.0)
             continue
-        e -= 1
-        t = e >> (KR_BITS + FORMULA_BITS)
-        kr = (e >> FORMULA_BITS) & MAX_DOFS
+        t, kr, formula = decode(e)
         value = 0.0
-        for sign, u, m in FORMULAS[e & ((1 << FORMULA_BITS) - 1)]:
+        for sign, u, m in FORMULAS[formula]:
             if sign:
                 V = K[24 * kr + 6 * m:24 * kr + 6 * m + 6]
                 value = value + sign * sp.dot(U[t][6 * u:6 * u + 6], V)
@@ -198,5 +203,5 @@ def gather_values(model: RobotModel, K: Sequence, the_plan: Plan) -> list:
     return out
 
 
-__all__ = ["FORMULAS", "MOTIONS", "Plan", "RULES", "TURN_VECTORS", "composites",
+__all__ = ["FORMULAS", "MOTIONS", "Plan", "RULES", "TURN_VECTORS", "composites", "decode",
            "gather_values", "plan", "turn_vectors"]

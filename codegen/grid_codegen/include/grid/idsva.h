@@ -266,13 +266,13 @@ struct idsva_no_sync {
   GRID_INLINE void operator()() const {}
 };
 
-/// The gather form (symbolic/idsva_gather.py), its first step: every body's entries of K
-/// (rigid inertia, BC, net force) summed over its subtree, bodies numbered parents
-/// first. Component k of every body is one thread's (`rank`, of `team` threads).
+/// The gather form (symbolic/idsva_gather.py, emit/idsva_gather.py), its first step:
+/// every body's entries (rigid inertia, BC, net force; 52 per body, `bodies`) summed over
+/// its subtree, bodies numbered parents first. Component k of every body is one thread's
+/// (`rank`, of `team` threads).
 template <typename T>
-GRID_HOST_DEVICE inline void idsva_composites(int nb, int nv, const int* parent, T* K,
-                                              int rank, int team) {
-  T* const bodies = K + 24 * nv;
+GRID_HOST_DEVICE inline void idsva_composites(int nb, const int* parent, T* bodies, int rank,
+                                              int team) {
   for (int k = rank; k < 52; k += team) {
     for (int b = nb - 1; b > 0; --b) {
       const int p = parent[b];
@@ -281,32 +281,39 @@ GRID_HOST_DEVICE inline void idsva_composites(int nb, int nv, const int* parent,
   }
 }
 
-/// The gather form's second step: the vectors of turn (ip, jq) into U (48), from K with
-/// its composites.
+/// The gather form's second step: the eight vectors of turn (ip, jq) into U (6 each),
+/// from the columns (`stride` scalars apart: S, psid, psidd, psid + phid) and the bodies
+/// with their composites.
 template <typename T>
-GRID_HOST_DEVICE inline void idsva_turn_vectors(int nv, const int* body_of, const T* K,
-                                                int ip, int jq, T* U) {
-  const T* const Y = K + 24 * nv + 52 * body_of[ip];
+GRID_HOST_DEVICE inline void idsva_turn_vectors(const T* columns, int stride, const T* bodies,
+                                                const int* body_of, int ip, int jq, T* U) {
+  const T* const Y = bodies + 52 * body_of[ip];
+  const T* const ci = columns + stride * ip;
   T P[30];
-  idsva_column_terms(Y, Y + 10, Y + 46, K + 24 * ip, P);
-  idsva_turn(Y, Y + 10, K + 24 * ip, P, K + 24 * jq, U);
+  idsva_column_terms(Y, Y + 10, Y + 46, ci, P);
+  idsva_turn(Y, Y + 10, ci, P, columns + stride * jq, U);
 }
 
-/// The gather form's third step: one entry from its descriptor `code` (0: a structural
-/// zero, else 1 + (turn << 12 | kr << 4 | formula)), the turns' vectors U (48 per turn)
-/// and K. `formulas[f]`: {s_a, a, m_a, s_b, b, m_b}, entry = s_a U[a] . V[m_a] +
-/// s_b U[b] . V[m_b] with V the motions of column kr.
+/// One product of an entry from its 16-bit code: the offset of a 6-vector in U (bits
+/// 16-31) and of a motion in the columns (bits 2-15), and its sign (bits 0-1: 0 none,
+/// 1 plus, 3 minus).
 template <typename T>
-GRID_HOST_DEVICE inline T idsva_gather_entry(unsigned code, const T* U, const T* K,
-                                             const signed char (*formulas)[6]) {
-  if (code == 0u) return T{};
-  --code;
-  const signed char* const f = formulas[code & 15u];
-  const T* const V = K + 24 * ((code >> 4) & 255u);
-  const T* const u = U + 48 * (code >> 12);
-  const T a = idsva_dot(u + 6 * f[1], V + 6 * f[2]);
-  const T b = idsva_dot(u + 6 * f[4], V + 6 * f[5]);
-  return T(f[0]) * a + T(f[3]) * b;
+GRID_INLINE T idsva_gather_product(unsigned code, const T* U, const T* columns) {
+  const T p = idsva_dot(U + (code >> 16), columns + ((code >> 2) & 0x3fffu));
+  return (code & 2u) ? -p : p;
+}
+
+/// The gather form's third step: one entry of the four blocks from its code, two product
+/// codes (`idsva_gather_product`) in the low and high words: both 0 for a structural
+/// zero, the second 0 where one product is the entry.
+template <typename T>
+GRID_HOST_DEVICE inline T idsva_gather_entry(unsigned long long code, const T* U,
+                                             const T* columns) {
+  const unsigned first = (unsigned)code, second = (unsigned)(code >> 32);
+  T value{};
+  if (first != 0u) value = idsva_gather_product(first, U, columns);
+  if (second != 0u) value += idsva_gather_product(second, U, columns);
+  return value;
 }
 
 }  // namespace grid

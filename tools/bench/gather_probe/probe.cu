@@ -1,0 +1,103 @@
+// Where the gather strategy of idsva_so / fdsva_so spends its time (float32), beside the
+// thread strategy, for one generated artifact (built with -DNV=<dofs> against its
+// wrapper.cu; run.sh builds one per source tree so two trees compare in one run):
+//   <alg> thread   : launch_<alg>_thread, the default launch
+//   <alg> gather   : launch_<alg>_gather, both kernels
+//   <alg> head     : the gather strategy's first kernel alone (the heads, one item per
+//                    thread, into the tiles' outputs)
+//   <alg> steps    : its second kernel alone, over the heads the first left
+//   fill.float4    : the output written by float4 stores (the write bound)
+// `probe B` times each (CUDA events, 20 launches after 2) and prints the largest
+// relative difference of the gather result from the thread result.
+#include "wrapper.cu"
+#include "probe_timing.cuh"
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+using namespace grid;
+
+constexpr int W = 4 * NV * NV * NV;
+
+__global__ void fill(float4* out, size_t n4) {
+  const size_t stride = (size_t)blockDim.x * gridDim.x;
+  for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n4; k += stride)
+    out[k] = make_float4(1.f, 2.f, 3.f, (float)k);
+}
+
+template <typename Thread, typename Gather, typename Head, typename Steps>
+void measure(const char* alg, const Args<float>& args, float* reference, Thread thread,
+             Gather gather, Head head, Steps steps) {
+  const int B = args.batch;
+  std::vector<float> expected(size_t(B) * W), got(size_t(B) * W);
+  Args<float> ref_args = args;
+  ref_args.out = reference;
+  thread(ref_args);
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaMemcpy(expected.data(), reference, sizeof(float) * expected.size(),
+                   cudaMemcpyDeviceToHost));
+  auto run = [&](const char* name, auto launch, bool compare) {
+    const float us = time_us(launch, 20, 2);
+    std::printf("B=%-6d %-9s %-8s %10.1f us %8.3f ns/item", B, alg, name, us, us * 1e3f / B);
+    if (compare) {
+      CHECK(cudaMemcpy(got.data(), args.out, sizeof(float) * got.size(),
+                       cudaMemcpyDeviceToHost));
+      std::printf("  max rel diff from thread %.2e", max_rel_diff(got, expected));
+    }
+    std::printf("\n");
+  };
+  run("thread", [&] { thread(args); }, false);
+  run("gather", [&] { gather(args); }, true);
+  run("head", [&] { head(args); }, false);
+  run("steps", [&] { steps(args); }, false);
+}
+
+template <typename T, typename K>
+void launch_head(K kernel, const Args<T>& args, int tile) {
+  const int whole = args.batch / tile * tile;
+  kernel<<<(whole + 127) / 128, 128>>>(args);
+}
+
+int main(int argc, char** argv) {
+  const int B = argc > 1 ? std::atoi(argv[1]) : 65536;
+  std::vector<float> host(size_t(B) * 3 * NV);
+  for (size_t k = 0; k < host.size(); ++k) host[k] = 0.5f * std::sin(0.37f * k);
+  float *in, *out, *reference;
+  CHECK(cudaMalloc(&in, sizeof(float) * host.size()));
+  CHECK(cudaMalloc(&out, sizeof(float) * B * W));
+  CHECK(cudaMalloc(&reference, sizeof(float) * B * W));
+  CHECK(cudaMemcpy(in, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice));
+  const Args<float> args{{in, in + B * NV, in + 2 * B * NV, nullptr}, out, nullptr, -9.81f, B};
+  const grid_launch_config dflt{0, 0, 0, 0};
+  configure_idsva_so_gather<float>();
+  configure_fdsva_so_gather<float>();
+  configure_idsva_so_thread<float>();
+  configure_fdsva_so_thread<float>();
+  auto steps_launch = [](auto kernel, const Args<float>& a, int tile, int team, size_t each) {
+    kernel<<<(a.batch + tile - 1) / tile, tile * team, sizeof(float) * each * tile>>>(
+        a, team, a.batch >= tile);
+  };
+  measure("idsva_so", args, reference,
+          [&](const Args<float>& a) { launch_idsva_so_thread<float>(a, dflt, 0); },
+          [&](const Args<float>& a) { launch_idsva_so_gather<float>(a, dflt, 0); },
+          [&](const Args<float>& a) {
+            launch_head<float>(idsva_so_gather_head_kernel<float>, a,
+                               layout_idsva_so_gather::kTile); },
+          [&](const Args<float>& a) {
+            steps_launch(idsva_so_gather_kernel<float>, a, layout_idsva_so_gather::kTile,
+                         layout_idsva_so_gather::kTeam, layout_idsva_so_gather::kSize); });
+  measure("fdsva_so", args, reference,
+          [&](const Args<float>& a) { launch_fdsva_so_thread<float>(a, dflt, 0); },
+          [&](const Args<float>& a) { launch_fdsva_so_gather<float>(a, dflt, 0); },
+          [&](const Args<float>& a) {
+            launch_head<float>(fdsva_so_gather_head_kernel<float>, a,
+                               layout_fdsva_so_gather::kTile); },
+          [&](const Args<float>& a) {
+            steps_launch(fdsva_so_gather_kernel<float>, a, layout_fdsva_so_gather::kTile,
+                         layout_fdsva_so_gather::kTeam, layout_fdsva_so_gather::kSize); });
+  const size_t n4 = size_t(B) * W / 4;
+  const float us = time_us([&] { fill<<<132 * 16, 256>>>(reinterpret_cast<float4*>(out), n4); }, 20, 2);
+  std::printf("B=%-6d fill.float4 %10.1f us %8.3f ns/item\n", B, us, us * 1e3f / B);
+  return 0;
+}
