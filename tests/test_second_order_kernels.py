@@ -177,9 +177,9 @@ def test_inverse_mass_derivative_from_both_kernels(case):
 def test_every_strategy_matches_the_reference(case):
     """The strategies beside the thread one, each chosen on a context of its own:
     idsva_so's directions (one thread per group of turns, `emit.directions`) and the
-    gather strategy of both kernels (a team per item, entries from the per-robot
-    descriptor table, fdsva_so's combination as shared contractions,
-    `emit.idsva_gather`; on the host its team is one thread): the reference's numbers,
+    gather strategy of both kernels (a team per item, fdsva_so's combination as shared
+    contractions, `emit.idsva_gather`; iiwa14 in its tile form, the floating tree in its
+    memory-order form; on the host its team is one thread): the reference's numbers,
     with and without f_ext (and qdd), at a batch that is not a multiple of anything; and
     the thread strategy's."""
     handle, ref, s, dtype = case

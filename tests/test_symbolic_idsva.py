@@ -199,3 +199,29 @@ def test_the_product_codes_give_the_gather_values(robot):
     np.testing.assert_allclose(ours, want, rtol=0, atol=1e-12 * max(1.0, np.abs(want).max()))
     assert [c == 0 for c in codes] == [e == 0 for e in plan.entries]
     assert E.bank_wavefronts(model, plan) < E.bank_wavefronts(model, plan, 24, 48)
+
+
+@pytest.mark.parametrize("robot", ["iiwa14", "floating-tree"])
+def test_the_tile_form_writes_every_entry_once(robot):
+    """The tile form's pairs and masks (`symbolic.idsva_gather.pair_masks`), replayed as
+    `emit.idsva_gather`'s pair function writes them (every rule whose bit is set, the
+    indices from (ip, jq, kr) and the rule's order): every written entry gets the value
+    of its descriptor's formula, every nonzero descriptor is written, and no entry is
+    written by two different (turn, column, formula)."""
+    from grid_codegen.symbolic import idsva_gather as G
+    model = (parse_urdf(FLOATING_TREE.encode(), floating_base=True) if robot != "iiwa14"
+             else reference.load(ROBOTS["iiwa14"].path).model)
+    nv = model.nv
+    plan = G.plan(model)
+    writers: dict[int, set] = {}
+    for t, kr, mask in G.pair_masks(model, plan):
+        ip, jq = plan.turns[t]
+        index = {"i": ip, "j": jq, "k": kr}
+        for r, (_, block, order, formula) in enumerate(G.RULES):
+            if mask >> r & 1:
+                a, c, d = (index[x] for x in order)
+                entry = block * nv ** 3 + (a * nv + c) * nv + d
+                writers.setdefault(entry, set()).add(G.descriptor(t, kr, formula))
+    assert all(len(w) == 1 for w in writers.values())
+    assert {e: w.pop() for e, w in writers.items()} == {
+        e: code for e, code in enumerate(plan.entries) if code}

@@ -12,10 +12,20 @@ leaves the chip idle (g1 at B = 1,024: 1,024 threads). Here a team shares an ite
 2. the bodies' entries of `K` summed over their subtrees (`grid::idsva_composites`, one
    of the 52 components per thread);
 3. one turn of the sweep per thread: its eight vectors into `U` (`idsva_turn_vectors`);
-4. every entry of the four blocks, thread `r` taking `r, r + team, ...`: a per-robot
-   descriptor names its turn, column and formula (`grid::idsva_gather_entry`), so a
-   warp's stores are 32 consecutive scalars and the structural zeros cost a store each;
-5. `fdsva_so` only, the implicit-function combination of `emit.second_order` as
+4. every entry of the four blocks, in one of two forms:
+   - *memory order* (go2, g1, every item larger than a warp's): thread `r` takes entries
+     `r, r + team, ...`, each from a per-robot code naming its one or two products
+     (`grid::idsva_gather_entry`), so a warp's stores are 32 consecutive scalars and the
+     structural zeros cost a store each; every entry loads 12 or 24 scalars from shared
+     memory;
+   - *tile* (a warp per item whose block of items and output tiles fits in shared
+     memory: iiwa14): one thread per (turn, column) pair loads the turn's 48 and the
+     column's 24 scalars once into registers, evaluates the sixteen formulas and writes
+     the entries whose writes stand (a per-pair mask of the 24 rules,
+     `symbolic.idsva_gather.pair_masks`) into the item's tile in shared memory, which the
+     team then copies out in memory order (iiwa14: 84 pairs, 1,253 writes, against
+     1,372 entries of up to 24 loads each);
+5. `fdsva_so` only, the implicit-function combination (on the tile in the tile form) of `emit.second_order` as
    contractions the team shares: `D = -M^-1 dtau`; per row `l`, with the slab `dM[l]`
    staged, `qq[l] += P + P^T` (`P[j][k] = dM[l][:, j] . D[:, k]`), `qv[l] += R`, and
    `dM[l] <- M^-1 dM[l]` (the first factor of `dMinv = -M^-1 dM M^-1`); then per
@@ -137,10 +147,25 @@ def head_size(model: RobotModel, fd: bool) -> int:
     return k_size(model) + (3 * model.nv ** 2 if fd else 0)
 
 
+TILE_SHARED_BYTES = 220 * 1024
+"""The tile form's block (BLOCK / 32 items, float64) must fit an H100/H200's 227 KB."""
+
+
+def tile_form(model: RobotModel, turns: int, fd: bool) -> bool:
+    """Whether the entry step runs in its tile form: a warp per item (iiwa14: yes; go2,
+    g1: no), whose block of items with their output tiles fits in float64."""
+    width = 4 * model.nv ** 3
+    if default_team(width) != 32 or 4 * model.nv ** 2 > TURN_STRIDE * turns:
+        return False  # (fdsva_so's contractions use U's space, beside the tile)
+    size = head_size(model, fd) + max(TURN_STRIDE * turns + width, 4 * model.nv ** 2)
+    return 8 * size * (BLOCK // 32) <= TILE_SHARED_BYTES
+
+
 def work_size(model: RobotModel, turns: int, fd: bool) -> int:
-    """The scratch after the head: the turns' vectors, then (fdsva_so) D, a staged slab
-    of dM and P in the same space."""
-    return max(TURN_STRIDE * turns, 4 * model.nv ** 2 if fd else 0)
+    """The scratch after the head: the turns' vectors, in the tile form the item's output
+    tile, then (fdsva_so) D, a staged slab of dM and P in the same space."""
+    tile = 4 * model.nv ** 3 if tile_form(model, turns, fd) else 0
+    return max(TURN_STRIDE * turns + tile, 4 * model.nv ** 2 if fd else 0)
 
 
 def applicable(model: RobotModel, algorithm: Algorithm, strategy: str,
@@ -225,21 +250,32 @@ def _table(w: Writer, ctype: str, name: str, values: Sequence[int | str],
     w.line("};")
 
 
-def _emit_tables(w: Writer, name: str, model: RobotModel, plan: G.Plan) -> None:
+def _emit_tables(w: Writer, name: str, model: RobotModel, plan: G.Plan,
+                 pairs: Sequence[tuple[int, int, int]]) -> None:
+    """The tree and the turns; then the tile form's pairs and masks (`pairs` not empty)
+    or the memory-order form's entry codes."""
     w.comment(f"The gather strategy's tables (symbolic/idsva_gather.py): the tree, the "
-              f"{len(plan.turns)} turns (ip << 16 | jq), and per entry of the four blocks "
-              "its two product codes (grid::idsva_gather_entry; 0 for a zero).")
+              f"{len(plan.turns)} turns (ip << 16 | jq), and "
+              + ("the tile form's (turn, column) pairs (t << 16 | kr) with the masks of the "
+                 "rules whose writes stand." if pairs else
+                 "per entry of the four blocks its two product codes "
+                 "(grid::idsva_gather_entry; 0 for a zero)."))
     _table(w, "int", f"{name}_parent", [j.parent for j in model.joints])
     _table(w, "int", f"{name}_body_of", G.body_of(model))
     _table(w, "unsigned", f"{name}_turns", [ip << 16 | jq for ip, jq in plan.turns], 12)
-    _table(w, "unsigned long long", f"{name}_codes",
-           [f"{c:#x}ull" if c else "0" for c in entry_codes(plan)], 8)
+    if pairs:
+        _table(w, "unsigned", f"{name}_pairs", [t << 16 | kr for t, kr, _ in pairs], 12)
+        _table(w, "unsigned", f"{name}_masks", [f"{m:#x}u" for _, _, m in pairs], 12)
+    else:
+        _table(w, "unsigned long long", f"{name}_codes",
+               [f"{c:#x}ull" if c else "0" for c in entry_codes(plan)], 8)
     w.line()
 
 
 def _emit_steps(w: Writer, name: str, model: RobotModel, turns: int, width: int,
-                fd: bool) -> None:
-    """`<name>_steps`: steps 2-5 of one item by the threads `rank` of `team`."""
+                fd: bool, pairs: int) -> None:
+    """`<name>_steps`: steps 2-5 of one item by the threads `rank` of `team`; `pairs`: the
+    number of (turn, column) pairs of the tile form, 0 for the memory-order form."""
     nv, nb = model.nv, model.nb
     w.doc("Steps 2 to 5 of one item (`emit.idsva_gather`) by the threads `rank` of `team`:\n"
           "`H` the item's head, `U` its work space, `out` its output; `sync` runs between\n"
@@ -250,23 +286,74 @@ def _emit_steps(w: Writer, name: str, model: RobotModel, turns: int, width: int,
                  "Sync sync)"):
         w.line("T* const K = H;")
         w.line(f"T* const bodies = K + {COLUMN_STRIDE * nv};")
+        if pairs:
+            w.line(f"T* const tile = U + {TURN_STRIDE * turns};  // the item's output, staged")
         w.line(f"if (live) idsva_composites<T>({nb}, {name}_parent, bodies, rank, team);")
         w.line("sync();")
-        with w.block(f"if (live) for (int t = rank; t < {turns}; t += team)"):
-            w.line(f"const unsigned pair = {name}_turns[t];")
-            w.line(f"idsva_turn_vectors<T>(K, {COLUMN_STRIDE}, bodies, {name}_body_of, "
-                   f"(int)(pair >> 16), (int)(pair & 0xffffu), U + {TURN_STRIDE} * t);")
+        with w.block("if (live)"):
+            with w.block(f"for (int t = rank; t < {turns}; t += team)"):
+                w.line(f"const unsigned pair = {name}_turns[t];")
+                w.line(f"idsva_turn_vectors<T>(K, {COLUMN_STRIDE}, bodies, {name}_body_of, "
+                       f"(int)(pair >> 16), (int)(pair & 0xffffu), U + {TURN_STRIDE} * t);")
+            if pairs:
+                w.line(f"for (int e = rank; e < {width}; e += team) tile[e] = T{{}};")
         w.line("sync();")
-        w.line(f"if (live) for (int e = rank; e < {width}; e += team) "
-               f"out[e] = idsva_gather_entry<T>({name}_codes[e], U, K);")
+        if not pairs:
+            w.line(f"if (live) for (int e = rank; e < {width}; e += team) "
+                   f"out[e] = idsva_gather_entry<T>({name}_codes[e], U, K);")
+            if fd:
+                w.line("sync();  // the blocks are whole; U is free")
+                _emit_combine(w, model, "out")
+            w.line()
+            return
+        with w.block(f"if (live) for (int p = rank; p < {pairs}; p += team)"):
+            w.line(f"const unsigned pair = {name}_pairs[p];")
+            w.line("const int t = (int)(pair >> 16), kr = (int)(pair & 0xffffu);")
+            w.line(f"const unsigned turn = {name}_turns[t];")
+            w.line(f"{name}_pair<T>(U + {TURN_STRIDE} * t, K + {COLUMN_STRIDE} * kr, "
+                   f"(int)(turn >> 16), (int)(turn & 0xffffu), kr, {name}_masks[p], tile);")
+        w.line("sync();  // the tile is whole" + ("; U is free" if fd else ""))
         if fd:
-            w.line("sync();  // the blocks are whole; U is free")
-            _emit_combine(w, model)
+            _emit_combine(w, model, "tile")
+            w.line("sync();")
+        w.line(f"if (live) for (int e = rank; e < {width}; e += team) out[e] = tile[e];")
     w.line()
 
 
-def _emit_combine(w: Writer, model: RobotModel) -> None:
-    """Step 5 of fdsva_so (the module doc), inside `<name>_steps`."""
+def _emit_pair(w: Writer, name: str, model: RobotModel) -> None:
+    """`<name>_pair`: the tile form's entries of one (turn, column) pair: the sixteen
+    FORMULAS from the turn's vectors and the column's motions in registers, each RULES
+    write that stands (bit r of `mask`, `symbolic.idsva_gather.pair_masks`) into the
+    tile."""
+    nv = model.nv
+    n3 = nv ** 3
+    w.doc("The tile form's writes of turn (ip, jq) at column kr (`emit.idsva_gather`): `Ut`\n"
+          "the turn's vectors, `V` the column's motions, bit r of `mask` for rule r of\n"
+          "symbolic/idsva_gather.py's RULES.")
+    w.line("template <typename T>")
+    with w.block(f"GRID_INLINE void {name}_pair(const T* GRID_RESTRICT Ut, "
+                 "const T* GRID_RESTRICT V, int ip, int jq, int kr, unsigned mask, "
+                 "T* GRID_RESTRICT tile)"):
+        w.line("T u[48], v[24];")
+        w.line("for (int k = 0; k < 48; ++k) u[k] = Ut[k];")
+        w.line("for (int k = 0; k < 24; ++k) v[k] = V[k];")
+        for f, products in enumerate(G.FORMULAS):
+            terms = [f"{'-' if sign < 0 else '+'} idsva_dot(u + {6 * vec}, v + {6 * mot})"
+                     for sign, vec, mot in products if sign]
+            text = " ".join(terms)
+            text = text[2:] if text.startswith("+ ") else "-" + text[2:]
+            w.line(f"const T f{f} = {text};")
+        names = {"i": "ip", "j": "jq", "k": "kr"}
+        for r, (_, block, order, formula) in enumerate(G.RULES):
+            a, c, d = (names[x] for x in order)
+            w.line(f"if (mask & {1 << r:#x}u) tile[{block * n3} + ({a} * {nv} + {c}) * {nv} + "
+                   f"{d}] = f{formula};")
+    w.line()
+
+
+def _emit_combine(w: Writer, model: RobotModel, blocks: str) -> None:
+    """Step 5 of fdsva_so (the module doc), inside `<name>_steps`, on the four blocks at
+    `blocks` (the output, or the tile form's tile)."""
     nv = model.nv
     n2, n3 = nv * nv, nv ** 3
     w.line(f"constexpr int n = {nv};")
@@ -275,8 +362,9 @@ def _emit_combine(w: Writer, model: RobotModel) -> None:
     w.line("T* const D = U;  // dqdd = -Minv dtau, n x 2n")
     w.line(f"T* const slab = U + {2 * n2};  // dM[l], n x n")
     w.line(f"T* const P = slab + {n2};")
-    w.line(f"T* const qq = out; T* const vv = out + {n3}; T* const qv = out + {2 * n3};")
-    w.line(f"T* const dM = out + {3 * n3};")
+    w.line(f"T* const qq = {blocks}; T* const vv = {blocks} + {n3}; "
+           f"T* const qv = {blocks} + {2 * n3};")
+    w.line(f"T* const dM = {blocks} + {3 * n3};")
     with w.block(f"if (live) for (int e = rank; e < {2 * n2}; e += team)"):
         w.line("const int i = e / (2 * n), c = e % (2 * n);")
         w.line("T acc = Minv[i * n] * dtau[c];")
@@ -304,7 +392,7 @@ def _emit_combine(w: Writer, model: RobotModel) -> None:
         w.line("sync();  // the next row restages slab and P")
     w.comment("Fibre by fibre: block[:, j, k] <- -Minv block[:, j, k], in place.")
     with w.block(f"if (live) for (int e = rank; e < {4 * n2}; e += team)"):
-        w.line(f"T* const fibre = out + (e / {n2}) * {n3} + e % {n2};")
+        w.line(f"T* const fibre = {blocks} + (e / {n2}) * {n3} + e % {n2};")
         w.line("T t[n];")
         w.line(f"for (int l = 0; l < n; ++l) t[l] = fibre[l * {n2}];")
         with w.block("for (int i = 0; i < n; ++i)"):
@@ -325,7 +413,8 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
     hsize = head_size(model, fd)
     team = default_team(width)
     tile = BLOCK // team
-    _emit_tables(w, name, model, plan)
+    pairs = G.pair_masks(model, plan) if tile_form(model, turns, fd) else []
+    _emit_tables(w, name, model, plan, pairs)
     with w.namespace(f"layout_{name}"):
         w.line(f"constexpr int kHead = {hsize};  // K ({COLUMN_STRIDE} per dof, 52 per body)"
                + (", M^-1, dtau" if fd else ""))
@@ -334,7 +423,9 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         w.line(f"constexpr int kTeam = {team};  // threads per item by default")
         w.line(f"constexpr int kTile = {tile};  // items per block at kTeam")
     w.line()
-    _emit_steps(w, name, model, turns, width, fd)
+    if pairs:
+        _emit_pair(w, name, model)
+    _emit_steps(w, name, model, turns, width, fd, len(pairs))
     extra = ["args.transform"] if transform_table else []
 
     def head_call(fn: str, index: str, out: str) -> str:

@@ -118,33 +118,55 @@ def body_of(model: RobotModel) -> list[int]:
     return out
 
 
-def plan(model: RobotModel) -> Plan:
-    """Every turn of the sweep and every entry's descriptor (the structure alone)."""
+def writes(model: RobotModel):
+    """The sweep's writes in its order: `(turn, (ip, jq), kr, rule, entry)` per rule of
+    `RULES` that applies, `entry` the index in the four blocks (`4 nv^3`)."""
     nv = model.nv
     if nv > MAX_DOFS:
         raise ValueError(f"the gather form encodes a column in {KR_BITS} bits "
                          f"({nv} dofs > {MAX_DOFS})")
     n3 = nv ** 3
     owner = body_of(model)
-    entries = [0] * (4 * n3)
-    turns: list[tuple[int, int]] = []
+    t = 0
     for b in reversed(range(model.nb)):
         joint = model.joints[b]
         for ip in range(joint.idx_v, joint.idx_v + joint.nv):
             for jq in idsva._ancestor_dofs(model, b):
-                t = len(turns)
-                turns.append((ip, jq))
                 same_ij = owner[jq] == b
                 for kr in idsva._ancestor_dofs(model, owner[jq]):
                     same_jk = owner[kr] == owner[jq]
                     index = {"i": ip, "j": jq, "k": kr}
-                    for when, block, order, formula in RULES:
+                    for r, (when, block, order, _) in enumerate(RULES):
                         if _applies(when, same_ij, same_jk):
                             a, c, d = (index[x] for x in order)
-                            entries[block * n3 + (a * nv + c) * nv + d] = 1 + (
-                                (t << (KR_BITS + FORMULA_BITS)) | (kr << FORMULA_BITS)
-                                | formula)
+                            yield t, (ip, jq), kr, r, block * n3 + (a * nv + c) * nv + d
+                t += 1
+
+
+def descriptor(turn: int, kr: int, formula: int) -> int:
+    return 1 + ((turn << (KR_BITS + FORMULA_BITS)) | (kr << FORMULA_BITS) | formula)
+
+
+def plan(model: RobotModel) -> Plan:
+    """Every turn of the sweep and every entry's descriptor (the structure alone)."""
+    entries = [0] * (4 * model.nv ** 3)
+    turns: list[tuple[int, int]] = []
+    for t, pair, kr, r, entry in writes(model):
+        if t == len(turns):
+            turns.append(pair)
+        entries[entry] = descriptor(t, kr, RULES[r][3])
     return Plan(tuple(turns), tuple(entries))
+
+
+def pair_masks(model: RobotModel, the_plan: Plan) -> list[tuple[int, int, int]]:
+    """`(turn, kr, mask)` for every (turn, column) whose writes stand in `the_plan`: bit r
+    of `mask` when its write by rule r of `RULES` is the entry's last (the tile form of
+    the entry step, `emit.idsva_gather`, writes exactly these)."""
+    masks: dict[tuple[int, int], int] = {}
+    for t, _, kr, r, entry in writes(model):
+        if the_plan.entries[entry] == descriptor(t, kr, RULES[r][3]):
+            masks[(t, kr)] = masks.get((t, kr), 0) | 1 << r
+    return [(t, kr, m) for (t, kr), m in masks.items()]
 
 
 def turn_vectors(model: RobotModel, K: Sequence, ip: int, jq: int) -> list:
@@ -204,4 +226,4 @@ def gather_values(model: RobotModel, K: Sequence, the_plan: Plan) -> list:
 
 
 __all__ = ["FORMULAS", "MOTIONS", "Plan", "RULES", "TURN_VECTORS", "composites", "decode",
-           "gather_values", "plan", "turn_vectors"]
+           "descriptor", "gather_values", "pair_masks", "plan", "turn_vectors", "writes"]

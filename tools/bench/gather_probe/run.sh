@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# tools/bench/gather_probe/run.sh build DIR [COMMIT [URDF]] | time DIR
-#   build: generate idsva_so + fdsva_so (float32, strategy auto: thread, gather, ...) from
-#          this tree into DIR/new and, with COMMIT, from that commit (a temporary git
-#          worktree) into DIR/old, and compile probe.cu against each (sm_90; ptxas -v into
-#          DIR/ptxas_*.log); needs nvcc, not a GPU. URDF: default iiwa14.
+# tools/bench/gather_probe/run.sh build DIR [NAME=SOURCE ...] | time DIR
+#   build: generate idsva_so + fdsva_so (float32, strategy auto: thread, gather, ...) for
+#          iiwa14 (URDF=... to change) from each SOURCE (a folder holding codegen/, or a
+#          commit, checked out in a temporary git worktree; default new=<this tree>) into
+#          DIR/NAME, and compile probe.cu against each into DIR/probe_NAME (sm_90; ptxas -v
+#          into DIR/ptxas_NAME.log); needs nvcc, not a GPU. Builds run in parallel.
 #   time:  run each probe at B = 1,024, 16,384 and 65,536 (DIR/times.txt).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"; repo="$(cd "$here/../../.." && pwd)"
@@ -14,7 +15,7 @@ if [ "$mode" = time ]; then
   done | tee "$out/times.txt"
   exit 0
 fi
-commit="${3:-}"; urdf="${4:-$repo/robots/iiwa14/iiwa14.urdf}"
+urdf="${URDF:-$repo/robots/iiwa14/iiwa14.urdf}"
 build() {  # TREE NAME
   rm -rf "$out/$2"
   PYTHONPATH="$1/codegen" python3 -m grid_codegen generate "$urdf" --out-dir "$out/$2" \
@@ -23,16 +24,23 @@ build() {  # TREE NAME
   nv=$(PYTHONPATH="$1/codegen" python3 -c "import sys; from grid_codegen import parse_urdf; print(parse_urdf(sys.argv[1]).nv)" "$urdf")
   nvcc -x cu -arch=sm_90 -std=c++17 -O3 -I "$out/$2" -I "$here/.." -I "$1/codegen/grid_codegen/include" \
     -DGRID_COMPILED_ARCHS='"sm_90"' -DNV="$nv" -Xptxas -v -o "$out/probe_$2" "$here/probe.cu" \
-    >"$out/ptxas_$2.log" 2>&1 || { tail -20 "$out/ptxas_$2.log"; exit 1; }
+    >"$out/ptxas_$2.log" 2>&1 || { tail -20 "$out/ptxas_$2.log"; return 1; }
 }
-build "$repo" new &
-if [ -n "$commit" ]; then
-  tree="$(mktemp -d)/tree"
-  git -C "$repo" worktree add -q --detach "$tree" "$commit"
-  build "$tree" old
-  git -C "$repo" worktree remove --force "$tree"
-fi
+shift 2
+[ $# -gt 0 ] || set -- "new=$repo"
+trees=()
+for spec in "$@"; do
+  name="${spec%%=*}" source="${spec#*=}"
+  if [ -d "$source/codegen" ]; then
+    build "$source" "$name" &
+  else
+    tree="$(mktemp -d)/tree"; trees+=("$tree")
+    git -C "$repo" worktree add -q --detach "$tree" "$source"
+    build "$tree" "$name" &
+  fi
+done
 wait
+for tree in "${trees[@]}"; do git -C "$repo" worktree remove --force "$tree"; done
 for log in "$out"/ptxas_*.log; do  # each kernel's entry line, its stack and registers
   echo "== ${log##*/}"; grep -A3 "Compiling entry" "$log" | grep -E "Compiling|registers|stack frame"
 done > "$out/ptxas_summary.txt"
