@@ -27,9 +27,9 @@ leaves the chip idle (g1 at B = 1,024: 1,024 threads). Here a team shares an ite
      1,372 entries of up to 24 loads each);
 5. `fdsva_so` only, the implicit-function combination of `emit.second_order` (on the
    tile in the tile form) as contractions the team shares: `D = -M^-1 dtau`; per row
-   `l`, with the slab `dM[l]` staged, `qq[l] += P + P^T` (`P[j][k] = dM[l][:, j] . D[:, k]`), `qv[l] += R`, and
-   `dM[l] <- M^-1 dM[l]` (the first factor of `dMinv = -M^-1 dM M^-1`); then per
-   fibre `(j, k)` of each block, `block[:, j, k] <- -M^-1 block[:, j, k]`.
+   `l`, with the slab `dM[l]` staged, `qq[l] += P + P^T` (`P[j][k] = dM[l][:, j] .
+   D[:, k]`), `qv[l] += R`, and `dM[l] <- M^-1 dM[l]` (the first factor of `dMinv =
+   -M^-1 dM M^-1`); then per fibre `(j, k)` of each block, `block[:, j, k] <- -M^-1 block[:, j, k]`.
 
 On the GPU a first kernel computes the heads of the items of whole tiles, one item per
 thread, into the head of their tile's output (interleaved by item so that a warp's
