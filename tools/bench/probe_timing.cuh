@@ -37,3 +37,34 @@ inline double max_rel_diff(const std::vector<float>& got, const std::vector<floa
   }
   return worst;
 }
+
+// `count` deterministic scalars in (-0.5, 0.5) on the device: a probe's inputs (q, qd and
+// qdd or u of a batch, one after the other).
+inline float* device_inputs(size_t count) {
+  std::vector<float> host(count);
+  for (size_t k = 0; k < count; ++k) host[k] = 0.5f * std::sin(0.37f * k);
+  float* in = nullptr;
+  CHECK(cudaMalloc(&in, sizeof(float) * count));
+  CHECK(cudaMemcpy(in, host.data(), sizeof(float) * count, cudaMemcpyHostToDevice));
+  return in;
+}
+
+// A device buffer of `count` floats (uninitialised).
+inline float* device_floats(size_t count) {
+  float* p = nullptr;
+  CHECK(cudaMalloc(&p, sizeof(float) * count));
+  return p;
+}
+
+// The write bound's kernel: `n4` float4 stores, grid-strided.
+__global__ void fill_float4(float4* out, size_t n4) {
+  const size_t stride = (size_t)blockDim.x * gridDim.x;
+  for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n4; k += stride)
+    out[k] = make_float4(1.f, 2.f, 3.f, (float)k);
+}
+
+// Microseconds to fill `count` floats at `out` (a multiple of 4) with float4 stores.
+inline float fill_us(float* out, size_t count) {
+  return time_us([&] { fill_float4<<<132 * 16, 256>>>(reinterpret_cast<float4*>(out),
+                                                        count / 4); }, 20, 2);
+}

@@ -20,12 +20,6 @@ using namespace grid;
 
 constexpr int W = 4 * NV * NV * NV;
 
-__global__ void fill(float4* out, size_t n4) {
-  const size_t stride = (size_t)blockDim.x * gridDim.x;
-  for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n4; k += stride)
-    out[k] = make_float4(1.f, 2.f, 3.f, (float)k);
-}
-
 template <typename Thread, typename Gather, typename Head, typename Steps>
 void measure(const char* alg, const Args<float>& args, float* reference, Thread thread,
              Gather gather, Head head, Steps steps) {
@@ -61,13 +55,9 @@ void launch_head(K kernel, const Args<T>& args, int tile) {
 
 int main(int argc, char** argv) {
   const int B = argc > 1 ? std::atoi(argv[1]) : 65536;
-  std::vector<float> host(size_t(B) * 3 * NV);
-  for (size_t k = 0; k < host.size(); ++k) host[k] = 0.5f * std::sin(0.37f * k);
-  float *in, *out, *reference;
-  CHECK(cudaMalloc(&in, sizeof(float) * host.size()));
-  CHECK(cudaMalloc(&out, sizeof(float) * B * W));
-  CHECK(cudaMalloc(&reference, sizeof(float) * B * W));
-  CHECK(cudaMemcpy(in, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice));
+  float* const in = device_inputs(size_t(B) * 3 * NV);
+  float* const out = device_floats(size_t(B) * W);
+  float* const reference = device_floats(size_t(B) * W);
   const Args<float> args{{in, in + B * NV, in + 2 * B * NV, nullptr}, out, nullptr, -9.81f, B};
   const grid_launch_config dflt{0, 0, 0, 0};
   configure_idsva_so_gather<float>();
@@ -78,26 +68,21 @@ int main(int argc, char** argv) {
     kernel<<<(a.batch + tile - 1) / tile, tile * team, sizeof(float) * each * tile>>>(
         a, team, a.batch >= tile);
   };
-  measure("idsva_so", args, reference,
-          [&](const Args<float>& a) { launch_idsva_so_thread<float>(a, dflt, 0); },
-          [&](const Args<float>& a) { launch_idsva_so_gather<float>(a, dflt, 0); },
-          [&](const Args<float>& a) {
-            launch_head<float>(idsva_so_gather_head_kernel<float>, a,
-                               layout_idsva_so_gather::kTile); },
-          [&](const Args<float>& a) {
-            steps_launch(idsva_so_gather_kernel<float>, a, layout_idsva_so_gather::kTile,
-                         layout_idsva_so_gather::kTeam, layout_idsva_so_gather::kSize); });
-  measure("fdsva_so", args, reference,
-          [&](const Args<float>& a) { launch_fdsva_so_thread<float>(a, dflt, 0); },
-          [&](const Args<float>& a) { launch_fdsva_so_gather<float>(a, dflt, 0); },
-          [&](const Args<float>& a) {
-            launch_head<float>(fdsva_so_gather_head_kernel<float>, a,
-                               layout_fdsva_so_gather::kTile); },
-          [&](const Args<float>& a) {
-            steps_launch(fdsva_so_gather_kernel<float>, a, layout_fdsva_so_gather::kTile,
-                         layout_fdsva_so_gather::kTeam, layout_fdsva_so_gather::kSize); });
-  const size_t n4 = size_t(B) * W / 4;
-  const float us = time_us([&] { fill<<<132 * 16, 256>>>(reinterpret_cast<float4*>(out), n4); }, 20, 2);
+  // One algorithm's thread launch, gather launch, gather head kernel and steps kernel.
+#define MEASURE(ALG)                                                                     \
+  measure(#ALG, args, reference,                                                         \
+          [&](const Args<float>& a) { launch_##ALG##_thread<float>(a, dflt, 0); },       \
+          [&](const Args<float>& a) { launch_##ALG##_gather<float>(a, dflt, 0); },       \
+          [&](const Args<float>& a) {                                                    \
+            launch_head<float>(ALG##_gather_head_kernel<float>, a,                       \
+                               layout_##ALG##_gather::kTile); },                         \
+          [&](const Args<float>& a) {                                                    \
+            steps_launch(ALG##_gather_kernel<float>, a, layout_##ALG##_gather::kTile,    \
+                         layout_##ALG##_gather::kTeam, layout_##ALG##_gather::kSize); })
+  MEASURE(idsva_so);
+  MEASURE(fdsva_so);
+#undef MEASURE
+  const float us = fill_us(out, size_t(B) * W);
   std::printf("B=%-6d fill.float4 %10.1f us %8.3f ns/item\n", B, us, us * 1e3f / B);
   return 0;
 }

@@ -60,21 +60,11 @@ __global__ void __launch_bounds__(256) grouped_direct(const Args<float> a) {
 }
 #endif
 
-__global__ void fill(float4* out, size_t n4) {
-  const size_t stride = (size_t)blockDim.x * gridDim.x;
-  for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n4; k += stride)
-    out[k] = make_float4(1.f, 2.f, 3.f, (float)k);
-}
-
 int main(int argc, char** argv) {
   const int B = argc > 1 ? std::atoi(argv[1]) : 65536;
-  std::vector<float> host(size_t(B) * 3 * NV);
-  for (size_t k = 0; k < host.size(); ++k) host[k] = 0.5f * std::sin(0.37f * k);
-  float *in, *out, *reference;
-  CHECK(cudaMalloc(&in, sizeof(float) * host.size()));
-  CHECK(cudaMalloc(&out, sizeof(float) * B * W));
-  CHECK(cudaMalloc(&reference, sizeof(float) * B * W));
-  CHECK(cudaMemcpy(in, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice));
+  float* const in = device_inputs(size_t(B) * 3 * NV);
+  float* const out = device_floats(size_t(B) * W);
+  float* const reference = device_floats(size_t(B) * W);
   const Args<float> args{{in, in + B * NV, in + 2 * B * NV, nullptr}, out, nullptr, -9.81f, B};
   Args<float> ref_args = args;
   ref_args.out = reference;
@@ -112,7 +102,7 @@ int main(int argc, char** argv) {
   }
 #endif
   const size_t n4 = size_t(B) * W / 4;
-  run("fill.float4", [&] { fill<<<132 * 16, 256>>>(reinterpret_cast<float4*>(out), n4); }, false);
+  run("fill.float4", [&] { fill_float4<<<132 * 16, 256>>>(reinterpret_cast<float4*>(out), n4); }, false);
   run("fill.memset", [&] { CHECK(cudaMemsetAsync(out, 0, sizeof(float) * B * W)); }, false);
   return 0;
 }
