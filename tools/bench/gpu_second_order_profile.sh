@@ -1,41 +1,20 @@
 #!/usr/bin/env bash
-# Where the second-order kernels spend their time (issue 13), in two 10-minute calls:
-#   STAGE=probe: tools/bench/gather_probe (built here: `run.sh build .gprobe NAME=SOURCE...`,
-#     carry .gprobe) times every probe at B = 1,024 / 16,384 / 65,536 and Nsight Compute
-#     reads the gather kernels of PROBES (default "tile old") at 65,536 (ncu_NAME.txt;
-#     --clock-control none, as the device notes ask); then the runtime and the gpu-tagged
-#     second-order tests.
-#   STAGE=api (default): g1's idsva_so build starts in the background while iiwa14 runs
-#     each variant (thread, gather) of both kernels at B = 16,384 and 65,536 through the
-#     torch handle with the kernels each call launches (bench_centroidal.py --variant V
-#     --trace); then g1's idsva_so at B = 1,024 (gather, thread, dispatch), and its
-#     fdsva_so with what time is left.
-# Results go to $1 (default ./gpu_results; more files than a device call brings back: tar
-# them). Env: GRID_RBD_ROBOT_DATA (default .devkit/robots).
+# Where the second-order kernels spend their time (issue 13), in one 10-minute call
+# (DEADLINE_S, default 540):
+#   1. tools/bench/gather_probe (built here: `run.sh build .gprobe NAME=SOURCE...`, carry
+#      .gprobe) times every probe at B = 1,024 / 16,384 / 65,536 and Nsight Compute reads
+#      the gather kernels of PROBES (default "tile") at 65,536 (ncu_NAME.txt;
+#      --clock-control none, as the device notes ask), while the runtime builds;
+#   2. g1's idsva_so build starts in the background; the gpu-tagged second-order tests;
+#   3. iiwa14 through the torch handle, each variant (gather, thread) of both kernels at
+#      B = 65,536 with the kernels each call launches (bench_centroidal.py --variant V
+#      --trace);
+#   4. g1's idsva_so at B = 1,024 (gather, dispatch), then iiwa14 at 16,384.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh" "${1:-gpu_results}"
 export GRID_RBD_ROBOT_DATA="${GRID_RBD_ROBOT_DATA:-$repo/.devkit/robots}"
 start=$SECONDS
 deadline=${DEADLINE_S:-540}
 left() { echo $((deadline - SECONDS + start)); }
-if [ "${STAGE:-api}" = probe ]; then
-  tools/bench/gather_probe/run.sh time .gprobe >/dev/null 2>&1
-  cp .gprobe/times.txt "$out/probe_times.txt"
-  for p in ${PROBES:-tile old}; do
-    timeout 120 ncu --clock-control none -k regex:gather --launch-count 2 \
-      --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis_Tables \
-      --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
-      ".gprobe/probe_$p" 65536 >"$out/ncu_$p.txt" 2>&1 || echo "ncu $p failed"
-  done
-  echo "probe done after $((SECONDS - start)) s"
-  tools/build_core.sh python3 >"$out/core_build.log" 2>&1 || echo "core build failed"
-  timeout "$(left)" python3 -m pytest -q -p no:cacheprovider -rs -m gpu \
-    tests/test_second_order_kernels.py >"$out/gpu_tests.log" 2>&1
-  tail -3 "$out/gpu_tests.log"; cat "$out/probe_times.txt"
-  echo "done after $((SECONDS - start)) s"
-  exit 0
-fi
-python3 -c "import grid_rbd._core" 2>/dev/null \
-  || tools/build_core.sh python3 >"$out/core_build.log" 2>&1 || echo "core build failed"
 bench() {  # SECONDS ROBOT STORE NAME [ARGS...]
   local limit=$1 robot=$2 store=$3 name=$4; shift 4
   [ "$limit" -gt 20 ] || { echo "no time for $name"; return; }
@@ -43,23 +22,37 @@ bench() {  # SECONDS ROBOT STORE NAME [ARGS...]
     --profile second_order --robots "$robot" --store "$store" "$@" \
     --out "$out/so_$name.json" >>"$out/so_$name.log" 2>&1 || echo "bench $name failed"
 }
-# g1's idsva_so build: a registration in the store, timed, in the background.
-( t0=$SECONDS; bench 400 g1 /tmp/grid_so_g1 g1_build --batch 1 --reps 1 --algorithms idsva_so
+tools/build_core.sh python3 >"$out/core_build.log" 2>&1 &
+core=$!
+if [ -d .gprobe ]; then
+  tools/bench/gather_probe/run.sh time .gprobe >/dev/null 2>&1
+  cp .gprobe/times.txt "$out/probe_times.txt"
+  for p in ${PROBES:-tile}; do
+    timeout 100 ncu --clock-control none -k regex:gather --launch-count 2 \
+      --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis_Tables \
+      --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
+      ".gprobe/probe_$p" 65536 >"$out/ncu_$p.txt" 2>&1 || echo "ncu $p failed"
+  done
+  cat "$out/probe_times.txt"
+fi
+wait $core || echo "core build failed"
+echo "probe and runtime done after $((SECONDS - start)) s"
+( t0=$SECONDS; bench 360 g1 /tmp/grid_so_g1 g1_build --batch 1 --reps 1 --algorithms idsva_so
   echo "g1 idsva_so build + batch-1 call: $((SECONDS - t0)) s" >>"$out/so_g1_build.log" ) &
 g1=$!
-for batch in 65536 16384; do
-  for variant in gather thread; do
-    bench 150 iiwa14 /tmp/grid_so_store "iiwa14_${variant}_$batch" --batch "$batch" \
-      --variant "$variant" --trace --reps 5
-  done
+timeout 200 python3 -m pytest -q -p no:cacheprovider -rs -m gpu \
+  tests/test_second_order_kernels.py >"$out/gpu_tests.log" 2>&1
+tail -3 "$out/gpu_tests.log"
+for variant in gather thread; do
+  bench 100 iiwa14 /tmp/grid_so_store "iiwa14_${variant}_65536" --batch 65536 \
+    --variant "$variant" --trace --reps 5
 done
-echo "iiwa14 done after $((SECONDS - start)) s"
 wait $g1
-for variant in gather thread ""; do
+for variant in gather ""; do
   bench $(($(left) / 2)) g1 /tmp/grid_so_g1 "g1_${variant:-dispatch}" --batch 1024 \
     --algorithms idsva_so ${variant:+--variant "$variant"} --reps 5
 done
-bench "$(left)" g1 /tmp/grid_so_g1 g1_fdsva --batch 1024 --algorithms fdsva_so --reps 5
+bench "$(left)" iiwa14 /tmp/grid_so_store iiwa14_dispatch_16384 --batch 16384 --reps 5
 python3 tools/bench/print_autotune.py /tmp/grid_so_store idsva_so fdsva_so >"$out/autotune.txt" 2>&1
 python3 tools/bench/print_autotune.py /tmp/grid_so_g1 idsva_so fdsva_so >>"$out/autotune.txt" 2>&1
 grep -h "ns/item\|  us \|has no variant\|build" "$out"/so_*.log; cat "$out/autotune.txt"
