@@ -9,7 +9,8 @@
 #   3. iiwa14 through the torch handle, each variant (gather, thread) of both kernels at
 #      B = 65,536 with the kernels each call launches (bench_centroidal.py --variant V
 #      --trace);
-#   4. g1's idsva_so at B = 1,024 (gather, dispatch), then iiwa14 at 16,384.
+#   4. g1's idsva_so at B = 1,024 and 16,384 with the kernels each call launches, then
+#      iiwa14 at 16,384.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh" "${1:-gpu_results}"
 export GRID_RBD_ROBOT_DATA="${GRID_RBD_ROBOT_DATA:-$repo/.devkit/robots}"
 start=$SECONDS
@@ -48,9 +49,9 @@ for variant in gather thread; do
     --variant "$variant" --trace --reps 5
 done
 wait $g1
-for variant in gather ""; do
-  bench $(($(left) / 2)) g1 /tmp/grid_so_g1 "g1_${variant:-dispatch}" --batch 1024 \
-    --algorithms idsva_so ${variant:+--variant "$variant"} --reps 5
+for batch in 1024 16384; do  # with the kernels each call launches
+  bench $(($(left) / 2)) g1 /tmp/grid_so_g1 "g1_$batch" --batch "$batch" \
+    --algorithms idsva_so --trace --reps 5
 done
 bench "$(left)" iiwa14 /tmp/grid_so_store iiwa14_dispatch_16384 --batch 16384 --reps 5
 python3 tools/bench/print_autotune.py /tmp/grid_so_store idsva_so fdsva_so >"$out/autotune.txt" 2>&1

@@ -42,13 +42,18 @@ The entries' codes are a per-robot table of `4 nv^3` 64-bit words in global memo
 1.4 MB, read through L2 by every block; each algorithm's unit has its own copy): the
 offsets of one or two products' 6-vectors in U and K, with their signs, so an entry is
 one 8-byte load, two dot products and no decoding. K's columns and U's turns are padded
-to odd strides (COLUMN_STRIDE, TURN_STRIDE). The strategy is built up to MAX_ENTRIES
+to odd strides (COLUMN_STRIDE, TURN_STRIDE). The tile form pads them to four times odd
+numbers instead (TILE_COLUMN_STRIDE, TILE_TURN_STRIDE; `Layout`) and aligns every item:
+a pair loads its 72 scalars as 16-byte vectors, and the tile is zeroed and copied out in
+them. A partial tile's head is an out-of-line call, so that the straight-line head does
+not raise the second kernel's register pressure. The strategy is built up to MAX_ENTRIES
 entries and while an item's shared memory fits a block in float64.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from grid_codegen.emit import second_order as SO
 from grid_codegen.emit.kernels import VariantInfo, emit_configure, emit_tile_loop, input_pointer
@@ -87,16 +92,25 @@ With both pads a warp's shared loads of the entry step take 2.4x fewer wavefront
 iiwa14 when every entry also loaded an absent second product)."""
 
 
-def k_size(model: RobotModel) -> int:
-    return COLUMN_STRIDE * model.nv + 52 * model.nb
+TILE_COLUMN_STRIDE = 28
+"""K's stride in the tile form: a multiple of four scalars, so that a column's 24 load as
+16-byte vectors, and an odd number of vectors, so that a quarter warp's vector loads of
+distinct columns fall in distinct banks."""
+
+TILE_TURN_STRIDE = 52
+"""U's stride in the tile form (48 scalars, then four), for the same two reasons."""
 
 
-def pad_columns(model: RobotModel, K: Sequence) -> list:
+def k_size(model: RobotModel, column_stride: int = COLUMN_STRIDE) -> int:
+    return column_stride * model.nv + 52 * model.nb
+
+
+def pad_columns(model: RobotModel, K: Sequence, column_stride: int = COLUMN_STRIDE) -> list:
     """The loop form's table (24 per column, then the bodies) in K's layout here."""
     nv = model.nv
     out: list = []
     for d in range(nv):
-        out += [*K[24 * d:24 * d + 24], *[0.0] * (COLUMN_STRIDE - 24)]
+        out += [*K[24 * d:24 * d + 24], *[0.0] * (column_stride - 24)]
     return out + list(K[24 * nv:])
 
 
@@ -142,30 +156,59 @@ def bank_wavefronts(model: RobotModel, plan: G.Plan, column_stride: int = COLUMN
     return total
 
 
-def head_size(model: RobotModel, fd: bool) -> int:
-    """K, then for fdsva_so M^-1 (nv x nv) and dtau (nv x 2nv), row-major."""
-    return k_size(model) + (3 * model.nv ** 2 if fd else 0)
+TILE_SHARED_BYTES = 226 * 1024
+"""The tile form's block (BLOCK / 32 items) in float64 must fit an H100/H200's 227 KB per
+block; in float32 two such blocks then share an SM's 228 KB (with 1 KB each reserved)."""
 
 
-TILE_SHARED_BYTES = 220 * 1024
-"""The tile form's block (BLOCK / 32 items, float64) must fit an H100/H200's 227 KB."""
+@dataclass(frozen=True)
+class Layout:
+    """An item's shared memory (scalars): its head (K: `column` per dof, then 52 per
+    body; for fdsva_so M^-1 (nv x nv) and dtau (nv x 2nv), row-major), then the work
+    space (the turns' vectors, `turn` each; in the tile form the item's output tile; for
+    fdsva_so D, a staged slab of dM and P in the turns' space). The first kernel writes
+    the head in the same layout into its tile's output."""
+
+    tile: bool  # the entry step's form
+    column: int
+    turn: int
+    k: int  # K's scalars
+    head: int
+    size: int  # head and work space
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def _layout(model: RobotModel, turns: int, fd: bool, tile: bool) -> Layout:
+    nv = model.nv
+    column, turn = (TILE_COLUMN_STRIDE, TILE_TURN_STRIDE) if tile else (COLUMN_STRIDE,
+                                                                          TURN_STRIDE)
+    k = k_size(model, column)
+    head = k + (3 * nv ** 2 if fd else 0)
+    work = max(turn * turns + (4 * nv ** 3 if tile else 0), 4 * nv ** 2 if fd else 0)
+    if not tile:
+        return Layout(False, column, turn, k, head, head + work)
+    # 16-byte vectors need U, the tile and every item at multiples of 4 scalars; an item
+    # size of 4 times an odd number keeps the head's staging free of bank conflicts.
+    head = _round_up(head, 4)
+    size = _round_up(head + work, 4)
+    return Layout(True, column, turn, k, head, size + 4 if size % 8 == 0 else size)
 
 
 def tile_form(model: RobotModel, turns: int, fd: bool) -> bool:
     """Whether the entry step runs in its tile form: a warp per item (iiwa14: yes; go2,
     g1: no), whose block of items with their output tiles fits in float64."""
-    width = 4 * model.nv ** 3
-    if default_team(width) != 32 or 4 * model.nv ** 2 > TURN_STRIDE * turns:
+    if default_team(4 * model.nv ** 3) != 32 or 4 * model.nv ** 2 > TILE_TURN_STRIDE * turns:
         return False  # (fdsva_so's contractions use U's space, beside the tile)
-    size = head_size(model, fd) + max(TURN_STRIDE * turns + width, 4 * model.nv ** 2)
-    return 8 * size * (BLOCK // 32) <= TILE_SHARED_BYTES
+    return 8 * _layout(model, turns, fd, True).size * (BLOCK // 32) <= TILE_SHARED_BYTES
 
 
-def work_size(model: RobotModel, turns: int, fd: bool) -> int:
-    """The scratch after the head: the turns' vectors, in the tile form the item's output
-    tile, then (fdsva_so) D, a staged slab of dM and P in the same space."""
-    tile = 4 * model.nv ** 3 if tile_form(model, turns, fd) else 0
-    return max(TURN_STRIDE * turns + tile, 4 * model.nv ** 2 if fd else 0)
+def layout(model: RobotModel, fd: bool, turns: int | None = None) -> Layout:
+    """The layout of `model`'s items (`turns`: the plan's, computed when not given)."""
+    turns = len(G.plan(model).turns) if turns is None else turns
+    return _layout(model, turns, fd, tile_form(model, turns, fd))
 
 
 def applicable(model: RobotModel, algorithm: Algorithm, strategy: str,
@@ -180,7 +223,7 @@ def applicable(model: RobotModel, algorithm: Algorithm, strategy: str,
     turns = len(G.plan(model).turns)
     if TURN_STRIDE * turns > 0xffff - 48 or COLUMN_STRIDE * model.nv > 0x3fff - 24:
         return False  # beyond the product codes' offsets
-    return 8 * (head_size(model, fd) + work_size(model, turns, fd)) <= MAX_SHARED_BYTES
+    return 8 * layout(model, fd, turns).size <= MAX_SHARED_BYTES
 
 
 def default_team(entries: int) -> int:
@@ -208,6 +251,8 @@ def build_head_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
     a last pass copies them out."""
     fd = algorithm.name == "fdsva_so"
     nv = model.nv
+    lay = layout(model, fd)
+    pad = [0.0] * (lay.head - lay.k - (3 * nv ** 2 if fd else 0))
     names, ops = [], 0
     for stride, suffix in ((1, ""), (tile, "_tiled")):
         plan = _Plan(model, ee_frames, runtime_inertia, library, None, runtime_transform)
@@ -219,16 +264,17 @@ def build_head_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
             solved, acc, dtau = SO.fd_first_order(plan, kb, X, ports)
             parts = [SO.forward_table_call(plan, kb, [X, ports["qd"], acc, ports["f_ext"]]),
                      solved, dtau]
-            pick = lambda K, s, d: [*pad_columns(model, K), *s[nv:], *d]  # noqa: E731
+            pick = lambda K, s, d: [*pad_columns(model, K, lay.column), *s[nv:], *d,  # noqa: E731
+                                    *pad]
         else:
             acc = SO._acceleration(kb, ports)
             parts = [SO.forward_table_call(plan, kb, [X, ports["qd"], acc, ports["f_ext"]])]
-            pick = lambda K: pad_columns(model, K)  # noqa: E731
+            pick = lambda K: [*pad_columns(model, K, lay.column), *pad]  # noqa: E731
         kb.call(f"{algorithm.name}_gather_head_out{suffix}",
                 f"The head of {algorithm.name}'s gather strategy out: K"
                 + (", M^-1, dtau" if fd else "")
                 + (f", entry k at out[{tile} k]." if stride > 1 else "."),
-                pick, parts, Array.runtime("out", head_size(model, fd), "out"),
+                pick, parts, Array.runtime("out", lay.head, "out"),
                 out_stride=stride)
         name = f"{algorithm.name}_gather_head{suffix}"
         kb.emit_item_function(w, name, f"The head of `{algorithm.name}`'s gather strategy "
@@ -272,8 +318,8 @@ def _emit_tables(w: Writer, name: str, model: RobotModel, plan: G.Plan,
     w.line()
 
 
-def _emit_steps(w: Writer, name: str, model: RobotModel, turns: int, width: int,
-                fd: bool, pairs: int) -> None:
+def _emit_steps(w: Writer, name: str, model: RobotModel, lay: Layout, turns: int,
+                width: int, fd: bool, pairs: int) -> None:
     """`<name>_steps`: steps 2-5 of one item by the threads `rank` of `team`; `pairs`: the
     number of (turn, column) pairs of the tile form, 0 for the memory-order form."""
     nv, nb = model.nv, model.nb
@@ -285,38 +331,38 @@ def _emit_steps(w: Writer, name: str, model: RobotModel, turns: int, width: int,
                  "T* GRID_RESTRICT U, T* GRID_RESTRICT out, int rank, int team, bool live, "
                  "Sync sync)"):
         w.line("T* const K = H;")
-        w.line(f"T* const bodies = K + {COLUMN_STRIDE * nv};")
+        w.line(f"T* const bodies = K + {lay.column * nv};")
         if pairs:
-            w.line(f"T* const tile = U + {TURN_STRIDE * turns};  // the item's output, staged")
+            w.line(f"T* const tile = U + {lay.turn * turns};  // the item's output, staged")
         w.line(f"if (live) idsva_composites<T>({nb}, {name}_parent, bodies, rank, team);")
         w.line("sync();")
         with w.block("if (live)"):
             with w.block(f"for (int t = rank; t < {turns}; t += team)"):
                 w.line(f"const unsigned pair = {name}_turns[t];")
-                w.line(f"idsva_turn_vectors<T>(K, {COLUMN_STRIDE}, bodies, {name}_body_of, "
-                       f"(int)(pair >> 16), (int)(pair & 0xffffu), U + {TURN_STRIDE} * t);")
+                w.line(f"idsva_turn_vectors<T>(K, {lay.column}, bodies, {name}_body_of, "
+                       f"(int)(pair >> 16), (int)(pair & 0xffffu), U + {lay.turn} * t);")
             if pairs:
-                w.line(f"for (int e = rank; e < {width}; e += team) tile[e] = T{{}};")
+                w.line(f"idsva_zero(tile, {width}, rank, team);")
         w.line("sync();")
         if not pairs:
             w.line(f"if (live) for (int e = rank; e < {width}; e += team) "
                    f"out[e] = idsva_gather_entry<T>({name}_codes[e], U, K);")
             if fd:
                 w.line("sync();  // the blocks are whole; U is free")
-                _emit_combine(w, model, "out")
+                _emit_combine(w, model, lay, "out")
             w.line()
             return
         with w.block(f"if (live) for (int p = rank; p < {pairs}; p += team)"):
             w.line(f"const unsigned pair = {name}_pairs[p];")
             w.line("const int t = (int)(pair >> 16), kr = (int)(pair & 0xffffu);")
             w.line(f"const unsigned turn = {name}_turns[t];")
-            w.line(f"{name}_pair<T>(U + {TURN_STRIDE} * t, K + {COLUMN_STRIDE} * kr, "
+            w.line(f"{name}_pair<T>(U + {lay.turn} * t, K + {lay.column} * kr, "
                    f"(int)(turn >> 16), (int)(turn & 0xffffu), kr, {name}_masks[p], tile);")
         w.line("sync();  // the tile is whole" + ("; U is free" if fd else ""))
         if fd:
-            _emit_combine(w, model, "tile")
+            _emit_combine(w, model, lay, "tile")
             w.line("sync();")
-        w.line(f"if (live) for (int e = rank; e < {width}; e += team) out[e] = tile[e];")
+        w.line(f"if (live) idsva_copy(out, tile, {width}, rank, team);")
     w.line()
 
 
@@ -328,21 +374,29 @@ def _emit_pair(w: Writer, name: str, model: RobotModel) -> None:
     nv = model.nv
     n3 = nv ** 3
     w.doc("The tile form's writes of turn (ip, jq) at column kr (`emit.idsva_gather`): `Ut`\n"
-          "the turn's vectors, `V` the column's motions, bit r of `mask` for rule r of\n"
-          "symbolic/idsva_gather.py's RULES.")
+          "the turn's vectors, `V` the column's motions (both 16-byte aligned), bit r of\n"
+          "`mask` for rule r of symbolic/idsva_gather.py's RULES.")
     w.line("template <typename T>")
     with w.block(f"GRID_INLINE void {name}_pair(const T* GRID_RESTRICT Ut, "
                  "const T* GRID_RESTRICT V, int ip, int jq, int kr, unsigned mask, "
                  "T* GRID_RESTRICT tile)"):
-        w.line("T u[48], v[24];")
-        w.line("for (int k = 0; k < 48; ++k) u[k] = Ut[k];")
-        w.line("for (int k = 0; k < 24; ++k) v[k] = V[k];")
-        for f, products in enumerate(G.FORMULAS):
-            terms = [f"{'-' if sign < 0 else '+'} idsva_dot(u + {6 * vec}, v + {6 * mot})"
-                     for sign, vec, mot in products if sign]
-            text = " ".join(terms)
-            text = text[2:] if text.startswith("+ ") else "-" + text[2:]
-            w.line(f"const T f{f} = {text};")
+        # The turn's vectors in four loads of two (12 scalars), each adding its products
+        # to the formulas: fewer live registers than all 48 at once.
+        w.line("T v[24], u[12], " + ", ".join(f"f{f}" for f in range(len(G.FORMULAS))) + ";")
+        w.line("idsva_load_aligned<24>(V, v);")
+        started: set[int] = set()
+        for group in range(4):
+            w.line(f"idsva_load_aligned<12>(Ut + {12 * group}, u);")
+            for f, products in enumerate(G.FORMULAS):
+                for sign, vec, mot in products:
+                    if not sign or vec // 2 != group:
+                        continue
+                    dot = f"idsva_dot(u + {6 * (vec % 2)}, v + {6 * mot})"
+                    if f in started:
+                        w.line(f"f{f} {'+' if sign > 0 else '-'}= {dot};")
+                    else:
+                        w.line(f"f{f} = {'-' if sign < 0 else ''}{dot};")
+                        started.add(f)
         names = {"i": "ip", "j": "jq", "k": "kr"}
         for r, (_, block, order, formula) in enumerate(G.RULES):
             a, c, d = (names[x] for x in order)
@@ -351,13 +405,13 @@ def _emit_pair(w: Writer, name: str, model: RobotModel) -> None:
     w.line()
 
 
-def _emit_combine(w: Writer, model: RobotModel, blocks: str) -> None:
+def _emit_combine(w: Writer, model: RobotModel, lay: Layout, blocks: str) -> None:
     """Step 5 of fdsva_so (the module doc), inside `<name>_steps`, on the four blocks at
     `blocks` (the output, or the tile form's tile)."""
     nv = model.nv
     n2, n3 = nv * nv, nv ** 3
     w.line(f"constexpr int n = {nv};")
-    w.line(f"const T* const Minv = H + {k_size(model)};")
+    w.line(f"const T* const Minv = H + {lay.k};")
     w.line(f"const T* const dtau = Minv + {n2};  // n x 2n")
     w.line("T* const D = U;  // dqdd = -Minv dtau, n x 2n")
     w.line(f"T* const slab = U + {2 * n2};  // dM[l], n x n")
@@ -410,22 +464,22 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
     plan = G.plan(model)
     width = algorithm.output_size(dims)
     turns = len(plan.turns)
-    hsize = head_size(model, fd)
+    lay = layout(model, fd, turns)
+    hsize = lay.head
     team = default_team(width)
     tile = BLOCK // team
-    pairs = G.pair_masks(model, plan) if tile_form(model, turns, fd) else []
+    pairs = G.pair_masks(model, plan) if lay.tile else []
     _emit_tables(w, name, model, plan, pairs)
     with w.namespace(f"layout_{name}"):
-        w.line(f"constexpr int kHead = {hsize};  // K ({COLUMN_STRIDE} per dof, 52 per body)"
+        w.line(f"constexpr int kHead = {hsize};  // K ({lay.column} per dof, 52 per body)"
                + (", M^-1, dtau" if fd else ""))
-        w.line(f"constexpr int kSize = kHead + {work_size(model, turns, fd)};  "
-               "// shared scalars per item")
+        w.line(f"constexpr int kSize = {lay.size};  // shared scalars per item")
         w.line(f"constexpr int kTeam = {team};  // threads per item by default")
         w.line(f"constexpr int kTile = {tile};  // items per block at kTeam")
     w.line()
     if pairs:
         _emit_pair(w, name, model)
-    _emit_steps(w, name, model, turns, width, fd, len(pairs))
+    _emit_steps(w, name, model, lay, turns, width, fd, len(pairs))
     extra = ["args.transform"] if transform_table else []
 
     def head_call(fn: str, index: str, out: str) -> str:
@@ -444,6 +498,13 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
                      "i < whole; i += (size_t)blockDim.x * gridDim.x)"):
             w.line(f"T* const out = args.out + (i / {tile}) * {tile * width} + i % {tile};")
             w.line(head_call(head_tiled, "i", "out") + ";")
+    w.line()
+    w.doc("A partial tile's head, on its team's first thread: out of line, so that the\n"
+          "straight-line head's registers do not weigh on the second kernel's.")
+    w.line("template <typename T>")
+    with w.block(f"__device__ __noinline__ void {name}_head_alone(const Args<T> args, "
+                 "size_t item, T* H)"):
+        w.line(head_call(head.name, "item", "H") + ";")
     w.line()
     blocks = 65536 // (REGISTERS * BLOCK)
     w.doc(f"Second kernel of `{algorithm.name}` (gather strategy): a tile of `blockDim.x /\n"
@@ -470,8 +531,7 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
                     w.line(f"scratch[(size_t)(k % tile) * layout_{name}::kSize + k / tile] = "
                            "tile_out[k];")
             with w.block("else if (j < count && rank == 0)"):
-                w.line("const size_t item = (size_t)(first + j);")
-                w.line(head_call(head.name, "item", "H") + ";")
+                w.line(f"{name}_head_alone<T>(args, (size_t)(first + j), H);")
             w.line("__syncthreads();  // the heads are in place")
             w.line(f"{name}_steps<T>(H, H + layout_{name}::kHead, tile_out + (size_t)j * "
                    f"{width}, rank, team, j < count, idsva_block_sync{{}});")
@@ -538,4 +598,4 @@ def lane_ops(model: RobotModel, width: int, fd: bool) -> int:
 
 
 __all__ = ["ALGORITHMS", "BLOCK", "MAX_ENTRIES", "applicable", "build_head_items",
-           "default_team", "emit_variant", "head_size", "k_size", "lane_ops", "tile_of"]
+           "default_team", "emit_variant", "k_size", "lane_ops", "layout", "tile_of"]

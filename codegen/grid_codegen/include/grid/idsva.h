@@ -266,6 +266,67 @@ struct idsva_no_sync {
   GRID_INLINE void operator()() const {}
 };
 
+/// The tile form's moves (emit/idsva_gather.py): `n` scalars copied or zeroed by the
+/// threads `rank` of `team`, and `N` scalars loaded into registers. On the GPU a float or
+/// double array whose addresses (and `n`) allow it moves in 16-byte vectors; the layout
+/// aligns the shared side, and an output pointer that is not aligned takes scalars.
+template <typename T>
+GRID_HOST_DEVICE inline void idsva_copy(T* GRID_RESTRICT dst, const T* GRID_RESTRICT src, int n,
+                                        int rank, int team) {
+  for (int e = rank; e < n; e += team) dst[e] = src[e];
+}
+template <typename T>
+GRID_HOST_DEVICE inline void idsva_zero(T* GRID_RESTRICT dst, int n, int rank, int team) {
+  for (int e = rank; e < n; e += team) dst[e] = T{};
+}
+template <int N, typename T>
+GRID_INLINE void idsva_load_aligned(const T* GRID_RESTRICT src, T* dst) {
+  for (int k = 0; k < N; ++k) dst[k] = src[k];
+}
+#if GRID_IS_CUDA
+GRID_INLINE void idsva_unpack(const float4& v, float* d) {
+  d[0] = v.x;
+  d[1] = v.y;
+  d[2] = v.z;
+  d[3] = v.w;
+}
+GRID_INLINE void idsva_unpack(const double2& v, double* d) {
+  d[0] = v.x;
+  d[1] = v.y;
+}
+/// The 16-byte forms, one per scalar type (V: the vector type, W: its scalars).
+#define GRID_IDSVA_VECTOR_MOVES(S, V, W)                                                    \
+  GRID_HOST_DEVICE inline void idsva_copy(S* GRID_RESTRICT dst, const S* GRID_RESTRICT src, \
+                                          int n, int rank, int team) {                      \
+    if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) == 0 && \
+        n % W == 0) {                                                                       \
+      V* const d = reinterpret_cast<V*>(dst);                                               \
+      const V* const s = reinterpret_cast<const V*>(src);                                   \
+      for (int e = rank; e < n / W; e += team) d[e] = s[e];                                 \
+      return;                                                                               \
+    }                                                                                       \
+    for (int e = rank; e < n; e += team) dst[e] = src[e];                                   \
+  }                                                                                         \
+  GRID_HOST_DEVICE inline void idsva_zero(S* GRID_RESTRICT dst, int n, int rank, int team) { \
+    if ((reinterpret_cast<uintptr_t>(dst) & 15) == 0 && n % W == 0) {                       \
+      V* const d = reinterpret_cast<V*>(dst);                                               \
+      const V zero = V();                                                                   \
+      for (int e = rank; e < n / W; e += team) d[e] = zero;                                 \
+      return;                                                                               \
+    }                                                                                       \
+    for (int e = rank; e < n; e += team) dst[e] = S{};                                      \
+  }                                                                                         \
+  template <int N>                                                                          \
+  GRID_INLINE void idsva_load_aligned(const S* GRID_RESTRICT src, S* dst) {                 \
+    static_assert(N % W == 0, "whole vectors");                                             \
+    const V* const s = reinterpret_cast<const V*>(src);                                     \
+    for (int k = 0; k < N / W; ++k) idsva_unpack(s[k], dst + W * k);                        \
+  }
+GRID_IDSVA_VECTOR_MOVES(float, float4, 4)
+GRID_IDSVA_VECTOR_MOVES(double, double2, 2)
+#undef GRID_IDSVA_VECTOR_MOVES
+#endif
+
 /// The gather form (symbolic/idsva_gather.py, emit/idsva_gather.py), its first step:
 /// every body's entries (rigid inertia, BC, net force; 52 per body, `bodies`) summed over
 /// its subtree, bodies numbered parents first. Component k of every body is one thread's
