@@ -288,8 +288,9 @@ def build_head_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
 
 
 def _table(w: Writer, ctype: str, name: str, values: Sequence[int | str],
-           per_line: int = 24) -> None:
-    w.line(f"GRID_TABLE {ctype} {name}[{max(1, len(values))}] = {{")
+           per_line: int = 24, align: int = 0) -> None:
+    aligned = f"alignas({align}) " if align else ""
+    w.line(f"{aligned}GRID_TABLE {ctype} {name}[{max(1, len(values))}] = {{")
     text = [str(v) for v in values] or ["0"]
     for k in range(0, len(text), per_line):
         w.line("    " + ", ".join(text[k:k + per_line]) + ",")
@@ -314,7 +315,7 @@ def _emit_tables(w: Writer, name: str, model: RobotModel, plan: G.Plan,
         _table(w, "unsigned", f"{name}_masks", [f"{m:#x}u" for _, _, m in pairs], 12)
     else:
         _table(w, "unsigned long long", f"{name}_codes",
-               [f"{c:#x}ull" if c else "0" for c in entry_codes(plan)], 8)
+               [f"{c:#x}ull" if c else "0" for c in entry_codes(plan)], 8, align=16)
     w.line()
 
 
@@ -345,8 +346,8 @@ def _emit_steps(w: Writer, name: str, model: RobotModel, lay: Layout, turns: int
                 w.line(f"idsva_zero(tile, {width}, rank, team);")
         w.line("sync();")
         if not pairs:
-            w.line(f"if (live) for (int e = rank; e < {width}; e += team) "
-                   f"out[e] = idsva_gather_entry<T>({name}_codes[e], U, K);")
+            w.line(f"if (live) idsva_gather_entries<T>({name}_codes, U, K, out, {width}, rank, "
+                   "team);")
             if fd:
                 w.line("sync();  // the blocks are whole; U is free")
                 _emit_combine(w, model, lay, "out")
