@@ -229,12 +229,12 @@ def test_the_tile_form_writes_every_entry_once(robot):
 
 @pytest.mark.parametrize("robot", ["iiwa14", "floating-tree"])
 def test_the_tile_layout_aligns_what_moves_in_vectors(robot):
-    """The tile form's layout (`emit.idsva_gather.Layout`): the 16-byte vector moves of
-    the emitted code need every item, U, the tile and each column and turn at multiples of
-    4 scalars; strides of 4 times an odd number keep a quarter warp's vector loads and an
-    item size of 4 times an odd number the head's staging in distinct banks; the float64
+    """The gather layout (`emit.idsva_gather.Layout`): odd strides put a warp's scalar
+    loads and stores of distinct columns and turns in distinct banks; the tile form's
+    16-byte vector moves need every item and its tile at multiples of 4 scalars, and an
+    item size of 4 times an odd number keeps the head's staging in distinct banks; the float64
     block of 8 items fits an H100/H200's 227 KB per block, so that float32 fits two per
-    SM. The memory-order form keeps its odd strides, and every region holds its data."""
+    SM. Every region holds its data."""
     from grid_codegen.emit import idsva_gather as E
     from grid_codegen.symbolic import idsva_gather as G
     model = (parse_urdf(FLOATING_TREE.encode(), floating_base=True) if robot != "iiwa14"
@@ -246,12 +246,11 @@ def test_the_tile_layout_aligns_what_moves_in_vectors(robot):
         assert lay.head >= lay.k + (3 * nv * nv if fd else 0)
         work = lay.turn * turns + (4 * nv ** 3 if lay.tile else 0)
         assert lay.size >= lay.head + max(work, 4 * nv * nv if fd else 0)
+        assert lay.column % 2 == 1 and lay.turn % 2 == 1
         if not lay.tile:
-            assert lay.column % 2 == 1 and lay.turn % 2 == 1
             continue
-        for n in (lay.column, lay.turn, lay.size):
-            assert n % 4 == 0 and (n // 4) % 2 == 1
-        assert lay.head % 4 == 0 and (lay.head + lay.turn * turns) % 4 == 0
+        assert lay.size % 4 == 0 and (lay.size // 4) % 2 == 1
+        assert (lay.head + lay.turn * turns) % 4 == 0
         assert 8 * lay.size * 8 <= 227 * 1024 - 1024
         assert 2 * (4 * lay.size * 8 + 1024) <= 228 * 1024
     assert [E.layout(model, fd).tile for fd in (False, True)] == [robot == "iiwa14"] * 2

@@ -10,7 +10,7 @@
 #      B = 65,536 with the kernels each call launches (bench_centroidal.py --variant V
 #      --trace);
 #   4. g1's idsva_so at B = 1,024 and 16,384 with the kernels each call launches, then
-#      iiwa14 at 16,384.
+#      iiwa14 at 16,384. SKIP_G1=1 leaves g1 out (stages 2 and 4).
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh" "${1:-gpu_results}"
 export GRID_RBD_ROBOT_DATA="${GRID_RBD_ROBOT_DATA:-$repo/.devkit/robots}"
 start=$SECONDS
@@ -38,7 +38,7 @@ if [ -d .gprobe ]; then
 fi
 wait $core || echo "core build failed"
 echo "probe and runtime done after $((SECONDS - start)) s"
-( t0=$SECONDS; bench 360 g1 /tmp/grid_so_g1 g1_build --batch 1 --reps 1 --algorithms idsva_so
+[ -n "${SKIP_G1:-}" ] || ( t0=$SECONDS; bench 360 g1 /tmp/grid_so_g1 g1_build --batch 1 --reps 1 --algorithms idsva_so
   echo "g1 idsva_so build + batch-1 call: $((SECONDS - t0)) s" >>"$out/so_g1_build.log" ) &
 g1=$!
 timeout 200 python3 -m pytest -q -p no:cacheprovider -rs -m gpu \
@@ -49,12 +49,14 @@ for variant in gather thread; do
     --variant "$variant" --trace --reps 5
 done
 wait $g1
-for batch in 1024 16384; do  # with the kernels each call launches
+for batch in ${SKIP_G1:+none} 1024 16384; do  # with the kernels each call launches
+  [ "$batch" = none ] && break
   bench $(($(left) / 2)) g1 /tmp/grid_so_g1 "g1_$batch" --batch "$batch" \
     --algorithms idsva_so --trace --reps 5
 done
 bench "$(left)" iiwa14 /tmp/grid_so_store iiwa14_dispatch_16384 --batch 16384 --reps 5
 python3 tools/bench/print_autotune.py /tmp/grid_so_store idsva_so fdsva_so >"$out/autotune.txt" 2>&1
-python3 tools/bench/print_autotune.py /tmp/grid_so_g1 idsva_so fdsva_so >>"$out/autotune.txt" 2>&1
+[ -n "${SKIP_G1:-}" ] || python3 tools/bench/print_autotune.py /tmp/grid_so_g1 idsva_so fdsva_so \
+  >>"$out/autotune.txt" 2>&1
 grep -h "ns/item\|  us \|has no variant\|build" "$out"/so_*.log; cat "$out/autotune.txt"
 echo "done after $((SECONDS - start)) s"

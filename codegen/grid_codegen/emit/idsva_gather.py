@@ -42,11 +42,13 @@ The entries' codes are a per-robot table of `4 nv^3` 64-bit words in global memo
 1.4 MB, read through L2 by every block; each algorithm's unit has its own copy): the
 offsets of one or two products' 6-vectors in U and K, with their signs, so an entry is
 one 8-byte load, two dot products and no decoding. K's columns and U's turns are padded
-to odd strides (COLUMN_STRIDE, TURN_STRIDE). The tile form pads them to four times odd
-numbers instead (TILE_COLUMN_STRIDE, TILE_TURN_STRIDE; `Layout`) and aligns every item:
-a pair loads its 72 scalars as 16-byte vectors, and the tile is zeroed and copied out in
-them. A partial tile's head is an out-of-line call, so that the straight-line head does
-not raise the second kernel's register pressure. The strategy is built up to MAX_ENTRIES
+to odd strides (COLUMN_STRIDE, TURN_STRIDE). The tile form also aligns every item and
+its tile (`Layout`), which is zeroed and copied out in 16-byte vectors. (Strides of four
+times an odd number, for vector loads of the pairs' 72 scalars, were measured slower:
+the turns' scalar stores into U then collide four ways in the banks, and the known
+alignment lets nvcc vectorize the turns' loads, which spill at 128 registers.) A partial
+tile's head is an out-of-line call, so that the straight-line head does not raise the
+second kernel's register pressure. The strategy is built up to MAX_ENTRIES
 entries and while an item's shared memory fits a block in float64.
 """
 
@@ -90,15 +92,6 @@ TURN_STRIDE = 49
 With both pads a warp's shared loads of the entry step take 2.4x fewer wavefronts
 (`bank_wavefronts`, per item: iiwa14 2,718 -> 1,152, g1 181,560 -> 73,938; 3,486 for
 iiwa14 when every entry also loaded an absent second product)."""
-
-
-TILE_COLUMN_STRIDE = 28
-"""K's stride in the tile form: a multiple of four scalars, so that a column's 24 load as
-16-byte vectors, and an odd number of vectors, so that a quarter warp's vector loads of
-distinct columns fall in distinct banks."""
-
-TILE_TURN_STRIDE = 52
-"""U's stride in the tile form (48 scalars, then four), for the same two reasons."""
 
 
 def k_size(model: RobotModel, column_stride: int = COLUMN_STRIDE) -> int:
@@ -183,16 +176,16 @@ def _round_up(n: int, m: int) -> int:
 
 def _layout(model: RobotModel, turns: int, fd: bool, tile: bool) -> Layout:
     nv = model.nv
-    column, turn = (TILE_COLUMN_STRIDE, TILE_TURN_STRIDE) if tile else (COLUMN_STRIDE,
-                                                                          TURN_STRIDE)
+    column, turn = COLUMN_STRIDE, TURN_STRIDE
     k = k_size(model, column)
     head = k + (3 * nv ** 2 if fd else 0)
     work = max(turn * turns + (4 * nv ** 3 if tile else 0), 4 * nv ** 2 if fd else 0)
     if not tile:
         return Layout(False, column, turn, k, head, head + work)
-    # 16-byte vectors need U, the tile and every item at multiples of 4 scalars; an item
-    # size of 4 times an odd number keeps the head's staging free of bank conflicts.
-    head = _round_up(head, 4)
+    # The tile moves in 16-byte vectors: every item and its tile at multiples of 4
+    # scalars (the head padded); an item size of 4 times an odd number keeps the head's
+    # staging free of bank conflicts.
+    head = _round_up(head + turn * turns, 4) - turn * turns
     size = _round_up(head + work, 4)
     return Layout(True, column, turn, k, head, size + 4 if size % 8 == 0 else size)
 
@@ -200,7 +193,7 @@ def _layout(model: RobotModel, turns: int, fd: bool, tile: bool) -> Layout:
 def tile_form(model: RobotModel, turns: int, fd: bool) -> bool:
     """Whether the entry step runs in its tile form: a warp per item (iiwa14: yes; go2,
     g1: no), whose block of items with their output tiles fits in float64."""
-    if default_team(4 * model.nv ** 3) != 32 or 4 * model.nv ** 2 > TILE_TURN_STRIDE * turns:
+    if default_team(4 * model.nv ** 3) != 32 or 4 * model.nv ** 2 > TURN_STRIDE * turns:
         return False  # (fdsva_so's contractions use U's space, beside the tile)
     return 8 * _layout(model, turns, fd, True).size * (BLOCK // 32) <= TILE_SHARED_BYTES
 
@@ -375,8 +368,8 @@ def _emit_pair(w: Writer, name: str, model: RobotModel) -> None:
     nv = model.nv
     n3 = nv ** 3
     w.doc("The tile form's writes of turn (ip, jq) at column kr (`emit.idsva_gather`): `Ut`\n"
-          "the turn's vectors, `V` the column's motions (both 16-byte aligned), bit r of\n"
-          "`mask` for rule r of symbolic/idsva_gather.py's RULES.")
+          "the turn's vectors, `V` the column's motions, bit r of `mask` for rule r of\n"
+          "symbolic/idsva_gather.py's RULES.")
     w.line("template <typename T>")
     with w.block(f"GRID_INLINE void {name}_pair(const T* GRID_RESTRICT Ut, "
                  "const T* GRID_RESTRICT V, int ip, int jq, int kr, unsigned mask, "
@@ -384,10 +377,10 @@ def _emit_pair(w: Writer, name: str, model: RobotModel) -> None:
         # The turn's vectors in four loads of two (12 scalars), each adding its products
         # to the formulas: fewer live registers than all 48 at once.
         w.line("T v[24], u[12], " + ", ".join(f"f{f}" for f in range(len(G.FORMULAS))) + ";")
-        w.line("idsva_load_aligned<24>(V, v);")
+        w.line("for (int k = 0; k < 24; ++k) v[k] = V[k];")
         started: set[int] = set()
         for group in range(4):
-            w.line(f"idsva_load_aligned<12>(Ut + {12 * group}, u);")
+            w.line(f"for (int k = 0; k < 12; ++k) u[k] = Ut[{12 * group} + k];")
             for f, products in enumerate(G.FORMULAS):
                 for sign, vec, mot in products:
                     if not sign or vec // 2 != group:
@@ -520,7 +513,14 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         w.line("T* const scratch = reinterpret_cast<T*>(grid_smem);")
         w.line("const int tile = (int)blockDim.x / team;")
         w.line("const int j = (int)threadIdx.x / team, rank = (int)threadIdx.x % team;")
-        w.line(f"T* const H = scratch + (size_t)j * layout_{name}::kSize;")
+        if lay.tile:
+            w.comment("The item's offset through an empty asm: nvcc, knowing the items 16-byte "
+                      "aligned, would vectorize the turns' loads, which then spill.")
+            w.line(f"int offset = j * layout_{name}::kSize;")
+            w.line('asm("" : "+r"(offset));')
+            w.line("T* const H = scratch + offset;")
+        else:
+            w.line(f"T* const H = scratch + (size_t)j * layout_{name}::kSize;")
         w.line("const int tiles = (args.batch + tile - 1) / tile;")
         with w.block("for (int t = (int)blockIdx.x; t < tiles; t += (int)gridDim.x)"):
             w.line("const int first = t * tile;")

@@ -267,9 +267,9 @@ struct idsva_no_sync {
 };
 
 /// The tile form's moves (emit/idsva_gather.py): `n` scalars copied or zeroed by the
-/// threads `rank` of `team`, and `N` scalars loaded into registers. On the GPU a float or
-/// double array whose addresses (and `n`) allow it moves in 16-byte vectors; the layout
-/// aligns the shared side, and an output pointer that is not aligned takes scalars.
+/// threads `rank` of `team`. On the GPU a float or double array whose addresses (and `n`)
+/// allow it moves in 16-byte vectors; the layout aligns the shared side, and an output
+/// pointer that is not aligned takes scalars.
 template <typename T>
 GRID_HOST_DEVICE inline void idsva_copy(T* GRID_RESTRICT dst, const T* GRID_RESTRICT src, int n,
                                         int rank, int team) {
@@ -279,21 +279,7 @@ template <typename T>
 GRID_HOST_DEVICE inline void idsva_zero(T* GRID_RESTRICT dst, int n, int rank, int team) {
   for (int e = rank; e < n; e += team) dst[e] = T{};
 }
-template <int N, typename T>
-GRID_INLINE void idsva_load_aligned(const T* GRID_RESTRICT src, T* dst) {
-  for (int k = 0; k < N; ++k) dst[k] = src[k];
-}
 #if GRID_IS_CUDA
-GRID_INLINE void idsva_unpack(const float4& v, float* d) {
-  d[0] = v.x;
-  d[1] = v.y;
-  d[2] = v.z;
-  d[3] = v.w;
-}
-GRID_INLINE void idsva_unpack(const double2& v, double* d) {
-  d[0] = v.x;
-  d[1] = v.y;
-}
 /// The 16-byte forms, one per scalar type (V: the vector type, W: its scalars).
 #define GRID_IDSVA_VECTOR_MOVES(S, V, W)                                                    \
   GRID_HOST_DEVICE inline void idsva_copy(S* GRID_RESTRICT dst, const S* GRID_RESTRICT src, \
@@ -315,12 +301,6 @@ GRID_INLINE void idsva_unpack(const double2& v, double* d) {
       return;                                                                               \
     }                                                                                       \
     for (int e = rank; e < n; e += team) dst[e] = S{};                                      \
-  }                                                                                         \
-  template <int N>                                                                          \
-  GRID_INLINE void idsva_load_aligned(const S* GRID_RESTRICT src, S* dst) {                 \
-    static_assert(N % W == 0, "whole vectors");                                             \
-    const V* const s = reinterpret_cast<const V*>(src);                                     \
-    for (int k = 0; k < N / W; ++k) idsva_unpack(s[k], dst + W * k);                        \
   }
 GRID_IDSVA_VECTOR_MOVES(float, float4, 4)
 GRID_IDSVA_VECTOR_MOVES(double, double2, 2)
