@@ -242,15 +242,15 @@ def test_the_tile_layout_aligns_what_moves_in_vectors(robot):
     nv, turns = model.nv, len(G.plan(model).turns)
     for fd in (False, True):
         lay = E.layout(model, fd)
-        assert lay.k == lay.column * nv + 52 * model.nb
+        assert lay.k == E.COLUMN_STRIDE * nv + 52 * model.nb
         assert lay.head >= lay.k + (3 * nv * nv if fd else 0)
-        work = lay.turn * turns + (4 * nv ** 3 if lay.tile else 0)
+        work = E.TURN_STRIDE * turns + (4 * nv ** 3 if lay.tile else 0)
         assert lay.size >= lay.head + max(work, 4 * nv * nv if fd else 0)
-        assert lay.column % 2 == 1 and lay.turn % 2 == 1
+        assert E.COLUMN_STRIDE % 2 == 1 and E.TURN_STRIDE % 2 == 1
         if not lay.tile:
             continue
         assert lay.size % 4 == 0 and (lay.size // 4) % 2 == 1
-        assert (lay.head + lay.turn * turns) % 4 == 0
+        assert (lay.head + E.TURN_STRIDE * turns) % 4 == 0
         assert 8 * lay.size * 8 <= 227 * 1024 - 1024
         assert 2 * (4 * lay.size * 8 + 1024) <= 228 * 1024
     assert [E.layout(model, fd).tile for fd in (False, True)] == [robot == "iiwa14"] * 2

@@ -49,8 +49,7 @@ for variant in gather thread; do
     --variant "$variant" --trace --reps 5
 done
 wait $g1
-for batch in ${SKIP_G1:+none} 1024 16384; do  # with the kernels each call launches
-  [ "$batch" = none ] && break
+[ -n "${SKIP_G1:-}" ] || for batch in 1024 16384; do  # with the kernels each call launches
   bench $(($(left) / 2)) g1 /tmp/grid_so_g1 "g1_$batch" --batch "$batch" \
     --algorithms idsva_so --trace --reps 5
 done

@@ -94,16 +94,16 @@ With both pads a warp's shared loads of the entry step take 2.4x fewer wavefront
 iiwa14 when every entry also loaded an absent second product)."""
 
 
-def k_size(model: RobotModel, column_stride: int = COLUMN_STRIDE) -> int:
-    return column_stride * model.nv + 52 * model.nb
+def k_size(model: RobotModel) -> int:
+    return COLUMN_STRIDE * model.nv + 52 * model.nb
 
 
-def pad_columns(model: RobotModel, K: Sequence, column_stride: int = COLUMN_STRIDE) -> list:
+def pad_columns(model: RobotModel, K: Sequence) -> list:
     """The loop form's table (24 per column, then the bodies) in K's layout here."""
     nv = model.nv
     out: list = []
     for d in range(nv):
-        out += [*K[24 * d:24 * d + 24], *[0.0] * (column_stride - 24)]
+        out += [*K[24 * d:24 * d + 24], *[0.0] * (COLUMN_STRIDE - 24)]
     return out + list(K[24 * nv:])
 
 
@@ -156,15 +156,13 @@ block; in float32 two such blocks then share an SM's 228 KB (with 1 KB each rese
 
 @dataclass(frozen=True)
 class Layout:
-    """An item's shared memory (scalars): its head (K: `column` per dof, then 52 per
+    """An item's shared memory (scalars): its head (K: COLUMN_STRIDE per dof, then 52 per
     body; for fdsva_so M^-1 (nv x nv) and dtau (nv x 2nv), row-major), then the work
-    space (the turns' vectors, `turn` each; in the tile form the item's output tile; for
-    fdsva_so D, a staged slab of dM and P in the turns' space). The first kernel writes
-    the head in the same layout into its tile's output."""
+    space (the turns' vectors, TURN_STRIDE each; in the tile form the item's output tile;
+    for fdsva_so D, a staged slab of dM and P in the turns' space). The first kernel
+    writes the head in the same layout into its tile's output."""
 
     tile: bool  # the entry step's form
-    column: int
-    turn: int
     k: int  # K's scalars
     head: int
     size: int  # head and work space
@@ -176,18 +174,18 @@ def _round_up(n: int, m: int) -> int:
 
 def _layout(model: RobotModel, turns: int, fd: bool, tile: bool) -> Layout:
     nv = model.nv
-    column, turn = COLUMN_STRIDE, TURN_STRIDE
-    k = k_size(model, column)
+    k = k_size(model)
     head = k + (3 * nv ** 2 if fd else 0)
-    work = max(turn * turns + (4 * nv ** 3 if tile else 0), 4 * nv ** 2 if fd else 0)
+    vectors = TURN_STRIDE * turns
+    work = max(vectors + (4 * nv ** 3 if tile else 0), 4 * nv ** 2 if fd else 0)
     if not tile:
-        return Layout(False, column, turn, k, head, head + work)
+        return Layout(False, k, head, head + work)
     # The tile moves in 16-byte vectors: every item and its tile at multiples of 4
     # scalars (the head padded); an item size of 4 times an odd number keeps the head's
     # staging free of bank conflicts.
-    head = _round_up(head + turn * turns, 4) - turn * turns
+    head = _round_up(head + vectors, 4) - vectors
     size = _round_up(head + work, 4)
-    return Layout(True, column, turn, k, head, size + 4 if size % 8 == 0 else size)
+    return Layout(True, k, head, size + 4 if size % 8 == 0 else size)
 
 
 def tile_form(model: RobotModel, turns: int, fd: bool) -> bool:
@@ -257,12 +255,11 @@ def build_head_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
             solved, acc, dtau = SO.fd_first_order(plan, kb, X, ports)
             parts = [SO.forward_table_call(plan, kb, [X, ports["qd"], acc, ports["f_ext"]]),
                      solved, dtau]
-            pick = lambda K, s, d: [*pad_columns(model, K, lay.column), *s[nv:], *d,  # noqa: E731
-                                    *pad]
+            pick = lambda K, s, d: [*pad_columns(model, K), *s[nv:], *d, *pad]  # noqa: E731
         else:
             acc = SO._acceleration(kb, ports)
             parts = [SO.forward_table_call(plan, kb, [X, ports["qd"], acc, ports["f_ext"]])]
-            pick = lambda K: [*pad_columns(model, K, lay.column), *pad]  # noqa: E731
+            pick = lambda K: [*pad_columns(model, K), *pad]  # noqa: E731
         kb.call(f"{algorithm.name}_gather_head_out{suffix}",
                 f"The head of {algorithm.name}'s gather strategy out: K"
                 + (", M^-1, dtau" if fd else "")
@@ -325,16 +322,16 @@ def _emit_steps(w: Writer, name: str, model: RobotModel, lay: Layout, turns: int
                  "T* GRID_RESTRICT U, T* GRID_RESTRICT out, int rank, int team, bool live, "
                  "Sync sync)"):
         w.line("T* const K = H;")
-        w.line(f"T* const bodies = K + {lay.column * nv};")
+        w.line(f"T* const bodies = K + {COLUMN_STRIDE * nv};")
         if pairs:
-            w.line(f"T* const tile = U + {lay.turn * turns};  // the item's output, staged")
+            w.line(f"T* const tile = U + {TURN_STRIDE * turns};  // the item's output, staged")
         w.line(f"if (live) idsva_composites<T>({nb}, {name}_parent, bodies, rank, team);")
         w.line("sync();")
         with w.block("if (live)"):
             with w.block(f"for (int t = rank; t < {turns}; t += team)"):
                 w.line(f"const unsigned pair = {name}_turns[t];")
-                w.line(f"idsva_turn_vectors<T>(K, {lay.column}, bodies, {name}_body_of, "
-                       f"(int)(pair >> 16), (int)(pair & 0xffffu), U + {lay.turn} * t);")
+                w.line(f"idsva_turn_vectors<T>(K, {COLUMN_STRIDE}, bodies, {name}_body_of, "
+                       f"(int)(pair >> 16), (int)(pair & 0xffffu), U + {TURN_STRIDE} * t);")
             if pairs:
                 w.line(f"idsva_zero(tile, {width}, rank, team);")
         w.line("sync();")
@@ -350,7 +347,7 @@ def _emit_steps(w: Writer, name: str, model: RobotModel, lay: Layout, turns: int
             w.line(f"const unsigned pair = {name}_pairs[p];")
             w.line("const int t = (int)(pair >> 16), kr = (int)(pair & 0xffffu);")
             w.line(f"const unsigned turn = {name}_turns[t];")
-            w.line(f"{name}_pair<T>(U + {lay.turn} * t, K + {lay.column} * kr, "
+            w.line(f"{name}_pair<T>(U + {TURN_STRIDE} * t, K + {COLUMN_STRIDE} * kr, "
                    f"(int)(turn >> 16), (int)(turn & 0xffffu), kr, {name}_masks[p], tile);")
         w.line("sync();  // the tile is whole" + ("; U is free" if fd else ""))
         if fd:
@@ -465,7 +462,7 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
     pairs = G.pair_masks(model, plan) if lay.tile else []
     _emit_tables(w, name, model, plan, pairs)
     with w.namespace(f"layout_{name}"):
-        w.line(f"constexpr int kHead = {hsize};  // K ({lay.column} per dof, 52 per body)"
+        w.line(f"constexpr int kHead = {hsize};  // K ({COLUMN_STRIDE} per dof, 52 per body)"
                + (", M^-1, dtau" if fd else ""))
         w.line(f"constexpr int kSize = {lay.size};  // shared scalars per item")
         w.line(f"constexpr int kTeam = {team};  // threads per item by default")
