@@ -336,8 +336,9 @@ def _emit_steps(w: Writer, name: str, model: RobotModel, lay: Layout, turns: int
                 w.line(f"idsva_zero(tile, {width}, rank, team);")
         w.line("sync();")
         if not pairs:
-            w.line(f"if (live) idsva_gather_entries<T>({name}_codes, U, K, out, {width}, rank, "
-                   "team);")
+            once = "false" if fd else "true"  # fdsva_so's step 5 reads the blocks back
+            w.line(f"if (live) idsva_gather_entries<T, {once}>({name}_codes, U, K, out, "
+                   f"{width}, rank, team);")
             if fd:
                 w.line("sync();  // the blocks are whole; U is free")
                 _emit_combine(w, model, lay, "out")

@@ -101,10 +101,10 @@ def _emit_tile_store(w: Writer, width: int, stride: int, store: str | None,
         if store is not None:
             w.line(f"{store}<T>(args, base + (size_t)t, col, {source});")
         elif stride == width:
-            w.line(f"args.out[base * {width} + (size_t)j] = {source};")
+            w.line(f"store_once(args.out + base * {width} + (size_t)j, {source});")
         else:
             at = f"{offset} + col" if offset else "col"
-            w.line(f"args.out[(base + (size_t)t) * {stride} + {at}] = {source};")
+            w.line(f"store_once(args.out + (base + (size_t)t) * {stride} + {at}, {source});")
 
 
 def _emit_stack_store(w: Writer, width: int, stride: int, store: str | None,
@@ -120,7 +120,7 @@ def _emit_stack_store(w: Writer, width: int, stride: int, store: str | None,
             w.line("const size_t it = base + (size_t)t;")
             w.line("const int col = c0 + lane % C;")
             at = f"{offset} + col" if offset else "col"
-            target = (f"args.out[it * {stride} + {at}] = stage[warp][t][lane % C]"
+            target = (f"store_once(args.out + it * {stride} + {at}, stage[warp][t][lane % C])"
                       if store is None else
                       f"{store}<T>(args, it, col, stage[warp][t][lane % C])")
             w.line(f"if (it < (size_t)batch && col < {width}) {target};")

@@ -193,13 +193,14 @@ def emit_items(w: Writer, algorithm: Algorithm, dims: Dims, params: list[str],
     w.line("template <typename T>")
     with w.block(f"GRID_INLINE void {row.store}(const Args<T>& args, size_t it, int k, T v)"):
         w.line(f"T* GRID_RESTRICT out = args.out + it * {2 * width};")
-        w.line(f"out[{width} + k] = v;")
+        w.line(f"store_once(out + {width} + k, v);")
         w.line("typedef T S;")
         w.line(f"const T h = args.in[{_dt_port(algorithm)}][it];")
         if integrator == "euler":
             w.line(f"const int r = k / {3 * nv}, c = k - {3 * nv} * r;")
-            w.line(f"out[k] = c == r ? T{{}} + S(1.0) : c == {nv} + r ? h : T{{}} + S(0.0);")
+            w.line("store_once(out + k, c == r ? T{} + S(1.0) : "
+                   f"c == {nv} + r ? h : T{{}} + S(0.0));")
         else:
             w.line(f"const int r = k / {3 * nv}, c = k - {3 * nv} * r;")
-            w.line("out[k] = c == r ? T{} + S(1.0) + h * v : h * v;")
+            w.line("store_once(out + k, c == r ? T{} + S(1.0) + h * v : h * v);")
     return ops + added

@@ -273,7 +273,7 @@ struct idsva_no_sync {
 template <typename T>
 GRID_HOST_DEVICE inline void idsva_copy(T* GRID_RESTRICT dst, const T* GRID_RESTRICT src, int n,
                                         int rank, int team) {
-  for (int e = rank; e < n; e += team) dst[e] = src[e];
+  for (int e = rank; e < n; e += team) store_once(dst + e, src[e]);
 }
 template <typename T>
 GRID_HOST_DEVICE inline void idsva_zero(T* GRID_RESTRICT dst, int n, int rank, int team) {
@@ -288,10 +288,10 @@ GRID_HOST_DEVICE inline void idsva_zero(T* GRID_RESTRICT dst, int n, int rank, i
         n % W == 0) {                                                                       \
       V* const d = reinterpret_cast<V*>(dst);                                               \
       const V* const s = reinterpret_cast<const V*>(src);                                   \
-      for (int e = rank; e < n / W; e += team) d[e] = s[e];                                 \
+      for (int e = rank; e < n / W; e += team) store_once(d + e, s[e]);                     \
       return;                                                                               \
     }                                                                                       \
-    for (int e = rank; e < n; e += team) dst[e] = src[e];                                   \
+    for (int e = rank; e < n; e += team) store_once(dst + e, src[e]);                       \
   }                                                                                         \
   GRID_HOST_DEVICE inline void idsva_zero(S* GRID_RESTRICT dst, int n, int rank, int team) { \
     if ((reinterpret_cast<uintptr_t>(dst) & 15) == 0 && n % W == 0) {                       \
@@ -362,20 +362,29 @@ GRID_HOST_DEVICE inline T idsva_gather_entry(unsigned long long code, const T* U
 /// is, as emitted), a thread takes four consecutive entries at a time with two 16-byte
 /// code loads, issued one group ahead: the loads come from L2 (g1's table is 1.4 MB),
 /// and one per entry, waited on before the entry, left the warps stalled on them.
-template <typename T>
+/// `Once`: the entries are final output (`store_once`); fdsva_so reads its blocks back
+/// (its step 5), and streamed there they came back from DRAM (go2: 36% slower).
+template <bool Once, typename V>
+GRID_INLINE void idsva_put(V* out, V v) {
+  if constexpr (Once) store_once(out, v);
+  else *out = v;
+}
+template <bool Once, typename T>
 GRID_INLINE void idsva_gather_store4(T* out, const T* v) {
-  for (int k = 0; k < 4; ++k) out[k] = v[k];
+  for (int k = 0; k < 4; ++k) idsva_put<Once>(out + k, v[k]);
 }
 #if GRID_IS_CUDA
+template <bool Once>
 GRID_INLINE void idsva_gather_store4(float* out, const float* v) {
-  *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
+  idsva_put<Once>(reinterpret_cast<float4*>(out), make_float4(v[0], v[1], v[2], v[3]));
 }
+template <bool Once>
 GRID_INLINE void idsva_gather_store4(double* out, const double* v) {
-  reinterpret_cast<double2*>(out)[0] = make_double2(v[0], v[1]);
-  reinterpret_cast<double2*>(out)[1] = make_double2(v[2], v[3]);
+  idsva_put<Once>(reinterpret_cast<double2*>(out), make_double2(v[0], v[1]));
+  idsva_put<Once>(reinterpret_cast<double2*>(out) + 1, make_double2(v[2], v[3]));
 }
 #endif
-template <typename T>
+template <typename T, bool Once>
 GRID_HOST_DEVICE inline void idsva_gather_entries(const unsigned long long* GRID_RESTRICT codes,
                                                   const T* U, const T* columns,
                                                   T* GRID_RESTRICT out, int n, int rank,
@@ -399,14 +408,15 @@ GRID_HOST_DEVICE inline void idsva_gather_entries(const unsigned long long* GRID
                       idsva_gather_entry<T>(a.y, U, columns),
                       idsva_gather_entry<T>(b.x, U, columns),
                       idsva_gather_entry<T>(b.y, U, columns)};
-      idsva_gather_store4(out + 4 * g, v);
+      idsva_gather_store4<Once>(out + 4 * g, v);
       a = next_a;
       b = next_b;
     }
     return;
   }
 #endif
-  for (int e = rank; e < n; e += team) out[e] = idsva_gather_entry<T>(codes[e], U, columns);
+  for (int e = rank; e < n; e += team)
+    idsva_put<Once>(out + e, idsva_gather_entry<T>(codes[e], U, columns));
 }
 
 }  // namespace grid

@@ -86,3 +86,20 @@ typedef cudaStream_t grid_stream_t;
 #define GRID_LAUNCH(kernel, grid, block, smem, stream, ...) kernel(__VA_ARGS__)
 typedef void* grid_stream_t;
 #endif
+
+#ifdef __cplusplus
+namespace grid {
+/* A store of output that the kernel never reads again. On the GPU it streams (evict-first
+   in L1 and L2), so the threads' stack frames keep the caches: iiwa14's FD gradient thread
+   kernel at B = 65,536 on an H100 went 127 -> 84 us with it (tools/bench/thread_store_probe).
+   A plain store on the host. */
+template <typename T>
+GRID_INLINE void store_once(T* GRID_RESTRICT p, T v) {
+#if defined(__CUDA_ARCH__)
+  __stcs(p, v);
+#else
+  *p = v;
+#endif
+}
+}  // namespace grid
+#endif
