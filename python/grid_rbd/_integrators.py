@@ -22,11 +22,10 @@ their gradients against finite differences).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
-
-import numpy as np
 
 INTEGRATORS = ("euler", "semi_implicit_euler", "rk4")
 
@@ -40,7 +39,7 @@ def check_step(integrator: str, dt: float) -> float:
     except (TypeError, ValueError):
         raise TypeError(f"dt must be a Python float (a static step); got {type(dt).__name__}"
                         ) from None
-    if not np.isfinite(dt) or dt <= 0.0:
+    if not math.isfinite(dt) or dt <= 0.0:
         raise ValueError(f"dt must be a positive finite time step; got {dt}")
     return dt
 

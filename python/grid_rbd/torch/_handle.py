@@ -64,7 +64,8 @@ class TorchRobotHandle(FrameworkHandle):
     """
 
     def _stop_gradient(self, x: Any) -> Any:
-        return x.detach() if isinstance(x, torch.Tensor) else x
+        # A tensor outside autograd is returned as is (detach() would build a new one).
+        return x.detach() if isinstance(x, torch.Tensor) and x.requires_grad else x
 
     def _needs_gradient(self, x: Any) -> bool:
         return (torch.is_grad_enabled() and isinstance(x, torch.Tensor)
