@@ -9,7 +9,8 @@
 #      idsva_so / fdsva_so gather kernels of iiwa14 (tile form) and go2 (memory form);
 #   3. the gpu-tagged tests of the staged stores, the tangents kernels and second order;
 #   4. the plant handle (bench_plant.py --trace): PLANT_ROBOTS (default iiwa14) at
-#      PLANT_BATCHES (default 65536,1024), the step gradients beside the FD gradient.
+#      PLANT_BATCHES (default: each robot's large batch, then 1), the step gradients
+#      beside the FD gradient.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh" "${1:-gpu_results}"
 export GRID_RBD_ROBOT_DATA="${GRID_RBD_ROBOT_DATA:-$repo/.devkit/robots}"
 start=$SECONDS
@@ -35,8 +36,10 @@ timeout "$(( $(left) / 2 ))" python3 -m pytest -q -p no:cacheprovider -rs -m gpu
   tests/test_second_order_kernels.py >"$out/gpu_tests.log" 2>&1
 tail -3 "$out/gpu_tests.log"
 echo "tests done after $((SECONDS - start)) s"
+batches=()
+[ -n "${PLANT_BATCHES:-}" ] && batches=(--batches "$PLANT_BATCHES")
 timeout "$(left)" python3 tools/bench/bench_plant.py --device cuda --robots "${PLANT_ROBOTS:-iiwa14}" \
-  --batches "${PLANT_BATCHES:-65536,1024}" --trace --store /tmp/grid_plant_store --out "$out/plant.json" \
+  "${batches[@]}" --trace --store /tmp/grid_plant_store --out "$out/plant.json" \
   >"$out/plant.log" 2>&1 || echo "bench_plant failed or ran out of time"
 grep -E "ns/item|^#" "$out/plant.log" | head -40
 echo "done after $((SECONDS - start)) s"
