@@ -23,8 +23,9 @@ and `pipelined_ns_per_item`, the median over `--reps` runs of `--calls` calls ba
 with one wait at the end (host work overlapped with the device's where it is shorter),
 `ratio` and `pipelined_ratio` over the FD gradient's. `--trace` (CUDA) adds
 `device_kernels`: every kernel one call launched with its device time (torch.profiler),
-and `device_us_per_call`, their sum; rows also carry the dispatch the registration
-recorded and the context's launch overrides for the kernel.
+`device_us_per_call`, their sum, and `device_ratio` over the FD gradient's; rows also
+carry the dispatch the registration recorded and the context's launch overrides for the
+kernel.
 """
 
 from __future__ import annotations
@@ -111,12 +112,16 @@ def bench_step_gradients(robot: str, handle: Any, batch: int, floating: bool,
             row = _time_row(fn, batch, args, sync, trace)
             call, piped = row.pop("_seconds")
             row.update(ratio=call / fd_call, pipelined_ratio=piped / fd_piped)
+            if "device_us_per_call" in row and fd.get("device_us_per_call"):
+                row["device_ratio"] = row["device_us_per_call"] / fd["device_us_per_call"]
             rows.append({**common, "method": method, "path": path, **row,
                          **(_launch_info(handle, kernel) if path != "composed" else {})})
             print(f"{robot:7s} B={batch:<6d} {method:44s} {path:8s} "
                   f"{row['ns_per_item']:10.2f} ns/item ({row['pipelined_ns_per_item']:9.2f} "
                   f"pipelined; FD gradient {fd['ns_per_item']:9.2f}, "
-                  f"x{row['ratio']:5.2f})", flush=True)
+                  f"x{row['ratio']:5.2f}"
+                  + (f"; device x{row['device_ratio']:5.2f}" if "device_ratio" in row else "")
+                  + ")", flush=True)
     return rows
 
 
