@@ -91,7 +91,7 @@ typedef void* grid_stream_t;
 namespace grid {
 /* A store of output that the kernel never reads again. On the GPU it streams (evict-first
    in L1 and L2), so the threads' stack frames keep the caches: iiwa14's FD gradient thread
-   kernel at B = 65,536 on an H100 went 127 -> 84 us with it (tools/bench/thread_store_probe).
+   kernel at B = 65,536 on an H100 went 128 -> 87 us with it (tools/bench/thread_store_probe).
    A plain store on the host. */
 template <typename T>
 GRID_INLINE void store_once(T* GRID_RESTRICT p, T v) {
