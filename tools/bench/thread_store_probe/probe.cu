@@ -183,7 +183,8 @@ int main(int argc, char** argv) {
   };
   const size_t fd_shared147 = size_t(128) * 147 * sizeof(float);
   reference(fd, false, 98);
-  run("fd.generated", 98, true, [&] { launch_forward_dynamics_gradient_thread<float>(fd, c128, 0); });
+  run("fd.generated", 98, true,
+      [&] { launch_forward_dynamics_gradient_thread<float>(fd, c128, 0); });
   run("fd.shared147", 98, true, [&] {
     forward_dynamics_gradient_thread_kernel<float><<<(B + 127) / 128, 128, fd_shared147>>>(fd);
   });
@@ -193,12 +194,14 @@ int main(int argc, char** argv) {
   run("fd.linear", 98, true, [&] { launch_staged<Store::kLinear>(fd, FdItem{}); });
   run("fd.linear.cs", 98, true, [&] { launch_staged<Store::kLinear, true>(fd, FdItem{}); });
   reference(step, true, 294);
-  run("step.generated", 294, true, [&] { launch_plant_step_gradient_euler_thread<float>(step, c128, 0); });
+  run("step.generated", 294, true,
+      [&] { launch_plant_step_gradient_euler_thread<float>(step, c128, 0); });
   run("step.compute", 294, false, [&] { launch_staged<Store::kNone>(step, StepItem{}); });
   run("step.scalar", 294, true, [&] { launch_staged<Store::kScalar>(step, StepItem{}); });
   run("step.scalar.cs", 294, true, [&] { launch_staged<Store::kScalar, true>(step, StepItem{}); });
   run("step.velocity", 294, false, [&] { launch_staged<Store::kVelocity>(step, StepItem{}); });
-  run("step.velocity.cs", 294, false, [&] { launch_staged<Store::kVelocity, true>(step, StepItem{}); });
+  run("step.velocity.cs", 294, false,
+      [&] { launch_staged<Store::kVelocity, true>(step, StepItem{}); });
   run("step.linear", 294, true, [&] { launch_staged<Store::kLinear>(step, StepItem{}); });
   run("step.linear.cs", 294, true, [&] { launch_staged<Store::kLinear, true>(step, StepItem{}); });
   return 0;
