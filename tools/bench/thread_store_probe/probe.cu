@@ -6,11 +6,13 @@
 //   fd.shared147    : the FD kernel given the step's dynamic shared memory (147 per row):
 //                     what the larger carve-out alone costs (less L1 for the stack)
 //   compute         : the item into its shared row, a checksum per warp (no output)
-//   scalar          : the generated store (one scalar per lane, the position rows with it)
+//   scalar          : the generated kernels' store order (one staged scalar per lane, a
+//                     step's position-row entry with it), plain stores
 //   velocity        : the step's velocity rows only (its position rows dropped)
 //   linear          : the warp's 32 items are one contiguous run of the output: written in
 //                     16-byte vectors in address order, each scalar made where it lands
-//   linear.cs       : the same with streaming (evict-first) stores
+//   .cs             : the same with streaming (evict-first) stores, as the generated
+//                     kernels now store (grid::store_once)
 // Built with the artifact's own wrapper.cu (run.sh generates it). `probe B [VARIANT]` times
 // every variant (CUDA events, 30 launches) or one (for ncu); each output is checked against
 // the generated kernel's.
@@ -68,17 +70,12 @@ __device__ __forceinline__ void store_rows(const Args<float>& a, size_t base, in
     for (int j = lane; j < n * R; j += 32) s += rows[j];
     if (s == 12345.f) a.out[base] = s;  // keeps the loads, stores (almost) nothing
   } else if constexpr (S == Store::kScalar) {
+    // Lane j of a round: staged scalar j, and (a step) the position-row entry made from it.
     for (int j = lane; j < n * R; j += 32) {
       const int t = j / R, c = j - t * R;
-      if constexpr (W == R) {
-        put<CS>(a.out + (base + t) * W + c, rows[j]);
-      } else if constexpr (!CS) {
-        plant_step_gradient_euler_store<float>(a, base + (size_t)t, c, rows[j]);
-      } else {
-        float* out = a.out + (base + t) * W;
-        put<CS>(out + R + c, rows[j]);
-        put<CS>(out + c, item.value(a, base + t, c, rows + t * R));
-      }
+      float* out = a.out + (base + t) * W;
+      put<CS>(out + (W - R) + c, rows[j]);
+      if constexpr (W != R) put<CS>(out + c, item.value(a, base + t, c, rows + t * R));
     }
   } else if constexpr (S == Store::kVelocity) {
     for (int j = lane; j < n * R; j += 32) {

@@ -15,9 +15,11 @@ if [ "$mode" = time ]; then
   "$out/probe" 65536 | tee "$out/times.txt"
   "$out/probe" 16384 | tee -a "$out/times.txt"
   if command -v ncu >/dev/null && [ "${NCU_VARIANTS:-}" != none ]; then
-    for v in ${NCU_VARIANTS:-fd.compute fd.generated fd.linear.cs step.compute step.generated step.scalar.cs step.linear.cs}; do
-      timeout 120 ncu --cache-control all --clock-control none -k regex:"thread_kernel|staged" -c 1 \
-        --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    variants="fd.compute fd.generated fd.linear.cs step.compute step.generated step.scalar.cs"
+    for v in ${NCU_VARIANTS:-$variants step.linear.cs}; do
+      timeout 120 ncu --cache-control all --clock-control none -c 1 \
+        -k regex:"thread_kernel|staged" --section SpeedOfLight \
+        --section MemoryWorkloadAnalysis --section WarpStateStats \
         --section Occupancy --section LaunchStats \
         "$out/probe" 65536 "$v" >"$out/ncu_$v.txt" 2>&1 || echo "ncu $v failed (rc $?)"
     done
@@ -34,5 +36,6 @@ cp "$here/probe.cu" "$gen/"
 nvcc -x cu -arch=sm_90 -std=c++17 -O3 -I "$codegen/grid_codegen/include" -I "$here/.." \
   -I "$gen" -DGRID_COMPILED_ARCHS='"sm_90"' -Xptxas -v -o "$out/probe" "$gen/probe.cu" \
   >"$out/ptxas.log" 2>&1 || { tail -20 "$out/ptxas.log"; exit 1; }
-grep -A2 "Compiling entry" "$out/ptxas.log" | grep -E "Compiling|registers|stack" > "$out/ptxas_summary.txt"
+grep -A2 "Compiling entry" "$out/ptxas.log" | grep -E "Compiling|registers|stack" \
+  >"$out/ptxas_summary.txt"
 echo "built $out/probe"
