@@ -268,6 +268,22 @@ def test_hyperdual_pass_matches_the_reference(monkeypatch, tmp_path):
     _forced_form_matches(tmp_path, 6, "hyper-dual pass")
 
 
+def _force_head_groups(monkeypatch) -> None:
+    """The gather strategy's head in groups (`emit.idsva_head_groups`) on the floating
+    tree, too small for them otherwise: one group per body."""
+    from grid_codegen.emit import idsva_head_groups
+    monkeypatch.setattr(idsva_head_groups, "MIN_BODIES", 1)
+    monkeypatch.setattr(idsva_head_groups, "GROUP_OPS", 1)
+
+
+def test_head_groups_match_the_reference(monkeypatch, tmp_path):
+    """idsva_so's gather head in groups of bodies, each a pass recomputing its chain,
+    forced on the floating tree (the host runs the groups one after the other, writing
+    the first kernel's interleaved layout): the same numbers as the reference."""
+    _force_head_groups(monkeypatch)
+    _forced_form_matches(tmp_path, 7, "head groups")
+
+
 @pytest.mark.parametrize("integrator", ["euler", "semi_implicit_euler"])
 def test_plant_step_hessian_from_the_kernel(case, integrator):
     """The numpy handle's plant_step_hessian (fdsva_so's blocks assembled in float64)
@@ -297,7 +313,8 @@ def test_plant_step_hessian_from_the_kernel(case, integrator):
 @pytest.mark.parametrize("robot,dtype,form", [("iiwa14", "float32", "sweep"),
                                               ("so_tree", "float64", "sweep"),
                                               ("so_tree", "float64", "sweep loops"),
-                                              ("so_tree", "float64", "hyper-duals")])
+                                              ("so_tree", "float64", "hyper-duals"),
+                                              ("so_tree", "float64", "head groups")])
 def test_second_order_on_cuda_tensors(monkeypatch, tmp_path, robot, dtype, form):
     """The CUDA build through the torch handle: device-resident tuples of the four
     blocks against the reference, and the pinned host round trip of the spec; the
@@ -311,6 +328,8 @@ def test_second_order_on_cuda_tensors(monkeypatch, tmp_path, robot, dtype, form)
         monkeypatch.setattr(emitter, "UNROLLED_OPS", 0)
     elif form == "hyper-duals":
         monkeypatch.setattr(emitter.idsva, "supported", lambda model: False)
+    elif form == "head groups":
+        _force_head_groups(monkeypatch)
     if robot == "so_tree":
         path, floating = tmp_path / "so_tree.urdf", True
         path.write_text(FLOATING_TREE)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from grid_codegen import dispatch, transforms
-from grid_codegen.emit import BUILDERS, idsva_gather, plant, regressor_warp
+from grid_codegen.emit import BUILDERS, idsva_gather, idsva_head_groups, plant, regressor_warp
 from grid_codegen.emit.algorithm import EmitContext, emit_level_item
 from grid_codegen.emit.directions import directions_applicable, emit_directions_variant
 from grid_codegen.emit.kernels import (
@@ -256,15 +256,25 @@ def _add_gather_variant(builds: list[AlgorithmBuild], sections: UnitSections,
             continue
         width = build.algorithm.output_size(dims)
         with sections.section(build.algorithm.name):
+            tile = idsva_gather.tile_of(width)
             head, tiled = idsva_gather.build_head_items(
                 sections.library, model, ee_frames, options.runtime_inertia, build.algorithm,
-                dims, sections.items, options.runtime_transform, idsva_gather.tile_of(width))
+                dims, sections.items, options.runtime_transform, tile)
+            fd = build.algorithm.name == "fdsva_so"
+            lay = idsva_gather.layout(model, fd)
+            groups = [] if fd or lay.tile else idsva_head_groups.build_group_items(
+                sections.library, model, ee_frames, options.runtime_inertia, build.algorithm,
+                dims, sections.items, lay.head, idsva_gather.COLUMN_STRIDE, tile,
+                options.runtime_transform)
             variant = idsva_gather.emit_variant(sections.kernels, model, build.algorithm,
-                                                dims, head, tiled, bool(transform_table))
-        lanes = idsva_gather.lane_ops(model, width, build.algorithm.name == "fdsva_so")
+                                                dims, head, tiled, bool(transform_table),
+                                                groups)
+        lanes = idsva_gather.lane_ops(model, width, fd)
         team = idsva_gather.default_team(width)
+        first = max((g.ops for g in groups), default=head.ops)
+        work = sum(g.ops for g in groups) or head.ops
         builds[k] = _with_variant(build, variant, dispatch.Variant(
-            "gather", head.ops + lanes, head.ops + team * lanes), dims, options)
+            "gather", first + lanes, work + team * lanes), dims, options)
 
 
 def _add_regressor_warp_variant(builds: list[AlgorithmBuild], sections: UnitSections,

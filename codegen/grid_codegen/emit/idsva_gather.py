@@ -448,9 +448,12 @@ def _emit_combine(w: Writer, model: RobotModel, lay: Layout, blocks: str) -> Non
 
 
 def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
-                 head: ThreadItem, head_tiled: str, transform_table: bool) -> VariantInfo:
+                 head: ThreadItem, head_tiled: str, transform_table: bool,
+                 groups: Sequence[ThreadItem] = ()) -> VariantInfo:
     """Tables, steps, kernels and launcher of the gather strategy over the head item
-    functions (`build_head_items`); the module doc says what runs where."""
+    functions (`build_head_items`; `groups`: the head in groups of bodies,
+    `emit.idsva_head_groups`, run by the first kernel and the host where given); the
+    module doc says what runs where."""
     name = f"{algorithm.name}_gather"
     fd = algorithm.name == "fdsva_so"
     plan = G.plan(model)
@@ -468,6 +471,8 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         w.line(f"constexpr int kSize = {lay.size};  // shared scalars per item")
         w.line(f"constexpr int kTeam = {team};  // threads per item by default")
         w.line(f"constexpr int kTile = {tile};  // items per block at kTeam")
+        w.line(f"constexpr int kHeadGroups = {max(1, len(groups))};  // the first kernel's "
+               "threads per item")
     w.line()
     if pairs:
         _emit_pair(w, name, model)
@@ -479,17 +484,20 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         return f"{fn}<T, T>({', '.join([*inputs, 'args.inertia', 'args.gravity', out, *extra])})"
 
     w.line("#if GRID_IS_CUDA")
-    w.doc(f"First kernel of `{algorithm.name}` (gather strategy): the heads of the items of\n"
-          f"whole tiles of {tile} items, one per thread, into the head of their tile's output\n"
-          f"(entry k of item j at tile * width + {tile} k + j).")
-    w.line("template <typename T>")
-    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({FORWARD_BLOCK}) "
-                 f"{name}_head_kernel(const Args<T> args)"):
-        w.line(f"const size_t whole = (size_t)(args.batch / {tile}) * {tile};")
-        with w.block("for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; "
-                     "i < whole; i += (size_t)blockDim.x * gridDim.x)"):
-            w.line(f"T* const out = args.out + (i / {tile}) * {tile * width} + i % {tile};")
-            w.line(head_call(head_tiled, "i", "out") + ";")
+    if groups:
+        _emit_group_head_kernel(w, name, tile, width, [g.name for g in groups], head_call)
+    else:
+        w.doc(f"First kernel of `{algorithm.name}` (gather strategy): the heads of the items "
+              f"of\nwhole tiles of {tile} items, one per thread, into the head of their tile's "
+              f"output\n(entry k of item j at tile * width + {tile} k + j).")
+        w.line("template <typename T>")
+        with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({FORWARD_BLOCK}) "
+                     f"{name}_head_kernel(const Args<T> args)"):
+            w.line(f"const size_t whole = (size_t)(args.batch / {tile}) * {tile};")
+            with w.block("for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; "
+                         "i < whole; i += (size_t)blockDim.x * gridDim.x)"):
+                w.line(f"T* const out = args.out + (i / {tile}) * {tile * width} + i % {tile};")
+                w.line(head_call(head_tiled, "i", "out") + ";")
     w.line()
     w.doc("A partial tile's head, on its team's first thread: out of line, so that the\n"
           "straight-line head's registers do not weigh on the second kernel's.")
@@ -560,7 +568,11 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
                "args.batch >= tile;")
         with w.block("if (tiled)"):
             w.line("const int whole = args.batch / tile * tile;")
-            w.line(f"int blocks = (whole + {FORWARD_BLOCK - 1}) / {FORWARD_BLOCK};")
+            w.comment("A thread per (item, group), the items padded to whole warps.")
+            w.line(f"const size_t lanes = (size_t)(layout_{name}::kHeadGroups > 1 ? "
+                   "(whole + 31) / 32 * 32 : whole);")
+            w.line(f"int blocks = (int)((lanes * layout_{name}::kHeadGroups + "
+                   f"{FORWARD_BLOCK - 1}) / {FORWARD_BLOCK});")
             w.line("if (cfg.max_blocks > 0 && blocks > cfg.max_blocks) blocks = cfg.max_blocks;")
             w.line(f"{name}_head_kernel<T><<<blocks, {FORWARD_BLOCK}, 0, stream>>>(args);")
             w.line("const int rc = launch_status();")
@@ -577,13 +589,48 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         with w.block("auto tile = [&args](int item)", "};"):
             w.line(f"heap_row<T> scratch(layout_{name}::kSize);  // g1 in float64: 156 KB")
             w.line("T* const H = scratch.p;")
-            w.line(head_call(head.name, "(size_t)item", "H") + ";")
+            if not groups:
+                w.line(head_call(head.name, "(size_t)item", "H") + ";")
+            elif tile == 1:
+                for g in groups:
+                    w.line(head_call(g.name, "(size_t)item", "H") + ";")
+            else:
+                w.comment(f"The groups write entry e at {tile} e (the first kernel's layout).")
+                w.line(f"heap_row<T> staged((size_t){tile} * {hsize});")
+                for g in groups:
+                    w.line(head_call(g.name, "(size_t)item", "staged.p") + ";")
+                w.line(f"for (int e = 0; e < {hsize}; ++e) H[e] = staged.p[(size_t){tile} * e];")
             w.line(f"{name}_steps<T>(H, H + layout_{name}::kHead, args.out + (size_t)item * "
                    f"{width}, 0, 1, true, idsva_no_sync{{}});")
         emit_tile_loop(w)
         w.line("#endif")
     w.line()
     return VariantInfo("gather", BLOCK, BLOCK, tile, f"{name}_shared_bytes<T>()", head.ops)
+
+
+def _emit_group_head_kernel(w: Writer, name: str, tile: int, width: int,
+                            groups: Sequence[str], head_call) -> None:
+    """The first kernel over the head's groups: thread `t` runs group `t / lanes` of item
+    `t % lanes` (the items of whole tiles, padded to whole warps: a warp runs one
+    group's code)."""
+    w.doc(f"First kernel of `{name}`: the heads of the items of whole tiles of {tile} items,\n"
+          f"one thread per (item, group of bodies), {len(groups)} groups "
+          f"(emit.idsva_head_groups), into the\nhead of their tile's output (entry k of item "
+          f"j at tile * width + {tile} k + j).")
+    w.line("template <typename T>")
+    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({FORWARD_BLOCK}) "
+                 f"{name}_head_kernel(const Args<T> args)"):
+        w.line(f"const size_t whole = (size_t)(args.batch / {tile}) * {tile};")
+        w.line("const size_t lanes = (whole + 31) / 32 * 32;")
+        with w.block(f"for (size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; "
+                     f"t < lanes * {len(groups)}; t += (size_t)blockDim.x * gridDim.x)"):
+            w.line("const size_t i = t % lanes;")
+            w.line("if (i >= whole) continue;")
+            w.line(f"T* const out = args.out + (i / {tile}) * {tile * width} + i % {tile};")
+            with w.block("switch ((int)(t / lanes))"):
+                for k, fn in enumerate(groups):
+                    w.line(f"case {k}: {head_call(fn, 'i', 'out')}; break;")
+                w.line("default: break;")
 
 
 def lane_ops(model: RobotModel, width: int, fd: bool) -> int:

@@ -135,28 +135,35 @@ class _Plan:
             return []
         return [Array.runtime("transform", T.table_size(self.model), "table")]
 
-    def transforms(self, kb: ItemBuilder, q: Array) -> Array:
+    def placements(self, q: Sequence, table: Sequence | None = None) -> list:
+        """Every parent -> body placement `liMi(q)` traced on `q` (mimic joints follow
+        their leaders), the origins from the runtime transform `table` on a build with
+        one."""
         model = self.model
         if self.runtime_transform:
             if model.coupling is not None:
                 raise ValueError("runtime_transform with mimic=True coupling is not "
                                  "supported yet")
+            return A.joint_transforms(model, q, T.origins(model, table))
+        if model.coupling is not None:
+            return A.joint_transforms(model, model.coupling.expand_q(q))
+        return A.joint_transforms(model, q)
+
+    def transforms(self, kb: ItemBuilder, q: Array) -> Array:
+        if self.runtime_transform:
             return kb.call("joint_transforms",
                            "Parent -> body placements X_i = origin_i liMi(q), the origins "
                            "from the runtime transform table: R row-major (9), p (3).",
-                           lambda q, t: _flat_transforms(A.joint_transforms(
-                               model, q, T.origins(model, t))),
+                           lambda q, t: _flat_transforms(self.placements(q, t)),
                            [q, *self.transform_array()], "X")
-        if model.coupling is not None:
-            expand = model.coupling.expand_q
+        if self.model.coupling is not None:
             return kb.call("joint_transforms", "Parent -> body placements X_i = "
                            "liMi(G q + b) (mimic joints follow their leaders): R row-major "
                            "(9), p (3).",
-                           lambda q: _flat_transforms(A.joint_transforms(model, expand(q))),
-                           [q], "X")
+                           lambda q: _flat_transforms(self.placements(q)), [q], "X")
         return kb.call("joint_transforms",
                        "Parent -> body placements X_i = liMi(q): R row-major (9), p (3).",
-                       lambda q: _flat_transforms(A.joint_transforms(model, q)), [q], "X")
+                       lambda q: _flat_transforms(self.placements(q)), [q], "X")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 // Where the gather strategy of idsva_so / fdsva_so spends its time (float32), beside the
-// thread strategy, for one generated artifact (built with -DNV=<dofs> against its
-// wrapper.cu; run.sh builds one per source tree so two trees compare in one run):
+// thread strategy, for one generated artifact (built with -DNQ=<nq> -DNV=<nv> and
+// -DHAS_IDSVA_SO / -DHAS_FDSVA_SO for the algorithms it has, against its wrapper.cu;
+// run.sh builds one per source tree so two trees compare in one run):
 //   <alg> thread   : launch_<alg>_thread, the default launch
 //   <alg> gather   : launch_<alg>_gather, both kernels
 //   <alg> head     : the gather strategy's first kernel alone (the heads, one item per
@@ -55,15 +56,11 @@ void launch_head(K kernel, const Args<T>& args, int tile) {
 
 int main(int argc, char** argv) {
   const int B = argc > 1 ? std::atoi(argv[1]) : 65536;
-  float* const in = device_inputs(size_t(B) * 3 * NV);
+  float* const in = device_inputs(size_t(B) * (NQ + 2 * NV));
   float* const out = device_floats(size_t(B) * W);
   float* const reference = device_floats(size_t(B) * W);
-  const Args<float> args{{in, in + B * NV, in + 2 * B * NV, nullptr}, out, nullptr, -9.81f, B};
+  const Args<float> args{{in, in + size_t(B) * NQ, in + size_t(B) * (NQ + NV), nullptr}, out, nullptr, -9.81f, B};
   const grid_launch_config dflt{0, 0, 0, 0};
-  configure_idsva_so_gather<float>();
-  configure_fdsva_so_gather<float>();
-  configure_idsva_so_thread<float>();
-  configure_fdsva_so_thread<float>();
   auto steps_launch = [](auto kernel, const Args<float>& a, int tile, int team, size_t each) {
     kernel<<<(a.batch + tile - 1) / tile, tile * team, sizeof(float) * each * tile>>>(
         a, team, a.batch >= tile);
@@ -79,8 +76,16 @@ int main(int argc, char** argv) {
           [&](const Args<float>& a) {                                                    \
             steps_launch(ALG##_gather_kernel<float>, a, layout_##ALG##_gather::kTile,    \
                          layout_##ALG##_gather::kTeam, layout_##ALG##_gather::kSize); })
+#ifdef HAS_IDSVA_SO
+  configure_idsva_so_gather<float>();
+  configure_idsva_so_thread<float>();
   MEASURE(idsva_so);
+#endif
+#ifdef HAS_FDSVA_SO
+  configure_fdsva_so_gather<float>();
+  configure_fdsva_so_thread<float>();
   MEASURE(fdsva_so);
+#endif
 #undef MEASURE
   const float us = fill_us(out, size_t(B) * W);
   std::printf("B=%-6d fill.float4 %10.1f us %8.3f ns/item\n", B, us, us * 1e3f / B);

@@ -5,6 +5,7 @@
 #          commit, checked out in a temporary git worktree; default new=<this tree>) into
 #          DIR/NAME, and compile probe.cu against each into DIR/probe_NAME (sm_90; ptxas -v
 #          into DIR/ptxas_NAME.log); needs nvcc, not a GPU. Builds run in parallel.
+#          FLOATING=1: the model on a free-flyer root; ALGORITHMS=idsva_so: one of the two.
 #   time:  run each probe at B = 1,024, 16,384 and 65,536 (DIR/times.txt).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"; repo="$(cd "$here/../../.." && pwd)"
@@ -16,14 +17,19 @@ if [ "$mode" = time ]; then
   exit 0
 fi
 urdf="${URDF:-$repo/robots/iiwa14/iiwa14.urdf}"
+algorithms="${ALGORITHMS:-idsva_so,fdsva_so}"
+floating=(); [ "${FLOATING:-0}" = 1 ] && floating=(--floating-base)
+defines=(); for alg in ${algorithms//,/ }; do defines+=("-DHAS_${alg^^}"); done
 build() {  # TREE NAME
   rm -rf "$out/$2"
   PYTHONPATH="$1/codegen" python3 -m grid_codegen generate "$urdf" --out-dir "$out/$2" \
-    --dtype float32 --algorithms idsva_so,fdsva_so >/dev/null
-  local nv
-  nv=$(PYTHONPATH="$1/codegen" python3 -c "import sys; from grid_codegen import parse_urdf; print(parse_urdf(sys.argv[1]).nv)" "$urdf")
+    --dtype float32 --algorithms "$algorithms" "${floating[@]}" >/dev/null
+  local dims
+  dims=$(PYTHONPATH="$1/codegen" python3 -c "import sys; from grid_codegen import parse_urdf
+m = parse_urdf(sys.argv[1], floating_base=sys.argv[2] == '1'); print(m.nq, m.nv)" \
+    "$urdf" "${FLOATING:-0}")
   nvcc -x cu -arch=sm_90 -std=c++17 -O3 -I "$out/$2" -I "$here/.." -I "$1/codegen/grid_codegen/include" \
-    -DGRID_COMPILED_ARCHS='"sm_90"' -DNV="$nv" -Xptxas -v -o "$out/probe_$2" "$here/probe.cu" \
+    -DGRID_COMPILED_ARCHS='"sm_90"' -DNQ="${dims% *}" -DNV="${dims#* }" "${defines[@]}" -Xptxas -v -o "$out/probe_$2" "$here/probe.cu" \
     >"$out/ptxas_$2.log" 2>&1 || { tail -20 "$out/ptxas_$2.log"; return 1; }
 }
 shift 2
