@@ -32,8 +32,9 @@ leaves the chip idle (g1 at B = 1,024: 1,024 threads). Here a team shares an ite
    -M^-1 dM M^-1`); then per fibre `(j, k)` of each block, `block[:, j, k] <- -M^-1 block[:, j, k]`.
 
 On the GPU a first kernel computes the heads of the items of whole tiles, one item per
-thread, into the head of their tile's output (interleaved by item so that a warp's
-stores fill sectors); the second kernel's block takes a tile of `BLOCK / team` items,
+thread (idsva_so in the memory form: one thread per item and group of bodies,
+`emit.idsva_head_groups`), into the head of their tile's output (interleaved by item so
+that a warp's stores fill sectors); the second kernel's block takes a tile of `BLOCK / team` items,
 moves their heads into shared memory and runs steps 2-5. A partial tile's teams compute
 their heads on their first thread. The host build runs the same steps serially per item
 (items across host threads), for the tests.
@@ -57,6 +58,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from grid_codegen.emit import idsva_head_groups
 from grid_codegen.emit import second_order as SO
 from grid_codegen.emit.kernels import VariantInfo, emit_configure, emit_tile_loop, input_pointer
 from grid_codegen.emit.thread import ThreadItem, _Plan, item_params
@@ -485,7 +487,8 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
 
     w.line("#if GRID_IS_CUDA")
     if groups:
-        _emit_group_head_kernel(w, name, tile, width, [g.name for g in groups], head_call)
+        idsva_head_groups.emit_head_kernel(w, name, tile, width, [g.name for g in groups],
+                                           head_call, FORWARD_BLOCK)
     else:
         w.doc(f"First kernel of `{algorithm.name}` (gather strategy): the heads of the items "
               f"of\nwhole tiles of {tile} items, one per thread, into the head of their tile's "
@@ -606,31 +609,6 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         w.line("#endif")
     w.line()
     return VariantInfo("gather", BLOCK, BLOCK, tile, f"{name}_shared_bytes<T>()", head.ops)
-
-
-def _emit_group_head_kernel(w: Writer, name: str, tile: int, width: int,
-                            groups: Sequence[str], head_call) -> None:
-    """The first kernel over the head's groups: thread `t` runs group `t / lanes` of item
-    `t % lanes` (the items of whole tiles, padded to whole warps: a warp runs one
-    group's code)."""
-    w.doc(f"First kernel of `{name}`: the heads of the items of whole tiles of {tile} items,\n"
-          f"one thread per (item, group of bodies), {len(groups)} groups "
-          f"(emit.idsva_head_groups), into the\nhead of their tile's output (entry k of item "
-          f"j at tile * width + {tile} k + j).")
-    w.line("template <typename T>")
-    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({FORWARD_BLOCK}) "
-                 f"{name}_head_kernel(const Args<T> args)"):
-        w.line(f"const size_t whole = (size_t)(args.batch / {tile}) * {tile};")
-        w.line("const size_t lanes = (whole + 31) / 32 * 32;")
-        with w.block(f"for (size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; "
-                     f"t < lanes * {len(groups)}; t += (size_t)blockDim.x * gridDim.x)"):
-            w.line("const size_t i = t % lanes;")
-            w.line("if (i >= whole) continue;")
-            w.line(f"T* const out = args.out + (i / {tile}) * {tile * width} + i % {tile};")
-            with w.block("switch ((int)(t / lanes))"):
-                for k, fn in enumerate(groups):
-                    w.line(f"case {k}: {head_call(fn, 'i', 'out')}; break;")
-                w.line("default: break;")
 
 
 def lane_ops(model: RobotModel, width: int, fd: bool) -> int:

@@ -20,7 +20,7 @@ them against the reference).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from grid_codegen.emit.thread import ThreadItem, _Plan, item_params
 from grid_codegen.emit.writer import Writer
@@ -38,7 +38,7 @@ MIN_BODIES = 8
 
 
 def _head_table(model: RobotModel, plan: _Plan, head_size: int, column_stride: int
-                ) -> callable:
+                ) -> Callable:
     """`fn(q, qd, acc, f_ext, [transform,] I, g)`: the head in its padded layout."""
     nv = model.nv
 
@@ -138,4 +138,30 @@ def build_group_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
     return items
 
 
-__all__ = ["GROUP_OPS", "MIN_BODIES", "body_entries", "build_group_items", "head_groups"]
+def emit_head_kernel(w: Writer, name: str, tile: int, width: int, groups: Sequence[str],
+                     head_call: Callable[[str, str, str], str], block: int) -> None:
+    """The first kernel over the head's groups: thread `t` runs group `t / lanes` of item
+    `t % lanes` (the items of whole tiles, padded to whole warps: a warp runs one
+    group's code)."""
+    w.doc(f"First kernel of `{name}`: the heads of the items of whole tiles of {tile} items,\n"
+          f"one thread per (item, group of bodies), {len(groups)} groups "
+          f"(emit.idsva_head_groups), into the\nhead of their tile's output (entry k of item "
+          f"j at tile * width + {tile} k + j).")
+    w.line("template <typename T>")
+    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({block}) "
+                 f"{name}_head_kernel(const Args<T> args)"):
+        w.line(f"const size_t whole = (size_t)(args.batch / {tile}) * {tile};")
+        w.line("const size_t lanes = (whole + 31) / 32 * 32;")
+        with w.block(f"for (size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; "
+                     f"t < lanes * {len(groups)}; t += (size_t)blockDim.x * gridDim.x)"):
+            w.line("const size_t i = t % lanes;")
+            w.line("if (i >= whole) continue;")
+            w.line(f"T* const out = args.out + (i / {tile}) * {tile * width} + i % {tile};")
+            with w.block("switch ((int)(t / lanes))"):
+                for k, fn in enumerate(groups):
+                    w.line(f"case {k}: {head_call(fn, 'i', 'out')}; break;")
+                w.line("default: break;")
+
+
+__all__ = ["GROUP_OPS", "MIN_BODIES", "body_entries", "build_group_items",
+           "emit_head_kernel", "head_groups"]

@@ -4,9 +4,10 @@
 // run.sh builds one per source tree so two trees compare in one run):
 //   <alg> thread   : launch_<alg>_thread, the default launch
 //   <alg> gather   : launch_<alg>_gather, both kernels
-//   <alg> head     : the gather strategy's first kernel alone (the heads, one item per
-//                    thread, into the tiles' outputs)
 //   <alg> steps    : its second kernel alone, over the heads the first left
+//   <alg> head     : gather minus steps, the first kernel's part (the heads into the
+//                    tiles' outputs; its grid is the launcher's: with the head in groups
+//                    of bodies, emit.idsva_head_groups, a thread per item and group)
 //   fill.float4    : the output written by float4 stores (the write bound)
 // `probe B` times each (CUDA events, 20 launches after 2) and prints the largest
 // relative difference of the gather result from the thread result.
@@ -21,9 +22,9 @@ using namespace grid;
 
 constexpr int W = 4 * NV * NV * NV;
 
-template <typename Thread, typename Gather, typename Head, typename Steps>
+template <typename Thread, typename Gather, typename Steps>
 void measure(const char* alg, const Args<float>& args, float* reference, Thread thread,
-             Gather gather, Head head, Steps steps) {
+             Gather gather, Steps steps) {
   const int B = args.batch;
   std::vector<float> expected(size_t(B) * W), got(size_t(B) * W);
   Args<float> ref_args = args;
@@ -32,26 +33,25 @@ void measure(const char* alg, const Args<float>& args, float* reference, Thread 
   CHECK(cudaDeviceSynchronize());
   CHECK(cudaMemcpy(expected.data(), reference, sizeof(float) * expected.size(),
                    cudaMemcpyDeviceToHost));
+  auto line = [&](const char* name, float us) {
+    std::printf("B=%-6d %-9s %-8s %10.1f us %8.3f ns/item", B, alg, name, us, us * 1e3f / B);
+  };
   auto run = [&](const char* name, auto launch, bool compare) {
     const float us = time_us(launch, 20, 2);
-    std::printf("B=%-6d %-9s %-8s %10.1f us %8.3f ns/item", B, alg, name, us, us * 1e3f / B);
+    line(name, us);
     if (compare) {
       CHECK(cudaMemcpy(got.data(), args.out, sizeof(float) * got.size(),
                        cudaMemcpyDeviceToHost));
       std::printf("  max rel diff from thread %.2e", max_rel_diff(got, expected));
     }
     std::printf("\n");
+    return us;
   };
   run("thread", [&] { thread(args); }, false);
-  run("gather", [&] { gather(args); }, true);
-  run("head", [&] { head(args); }, false);
-  run("steps", [&] { steps(args); }, false);
-}
-
-template <typename T, typename K>
-void launch_head(K kernel, const Args<T>& args, int tile) {
-  const int whole = args.batch / tile * tile;
-  kernel<<<(whole + 127) / 128, 128>>>(args);
+  const float both = run("gather", [&] { gather(args); }, true);
+  const float second = run("steps", [&] { steps(args); }, false);
+  line("head", both - second);
+  std::printf("  (gather - steps)\n");
 }
 
 int main(int argc, char** argv) {
@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   float* const in = device_inputs(size_t(B) * (NQ + 2 * NV));
   float* const out = device_floats(size_t(B) * W);
   float* const reference = device_floats(size_t(B) * W);
-  const Args<float> args{{in, in + size_t(B) * NQ, in + size_t(B) * (NQ + NV), nullptr}, out, nullptr, -9.81f, B};
+  const Args<float> args{{in, in + size_t(B) * NQ, in + size_t(B) * (NQ + NV), nullptr},
+                         out, nullptr, -9.81f, B};
   const grid_launch_config dflt{0, 0, 0, 0};
   auto steps_launch = [](auto kernel, const Args<float>& a, int tile, int team, size_t each) {
     kernel<<<(a.batch + tile - 1) / tile, tile * team, sizeof(float) * each * tile>>>(
@@ -70,9 +71,6 @@ int main(int argc, char** argv) {
   measure(#ALG, args, reference,                                                         \
           [&](const Args<float>& a) { launch_##ALG##_thread<float>(a, dflt, 0); },       \
           [&](const Args<float>& a) { launch_##ALG##_gather<float>(a, dflt, 0); },       \
-          [&](const Args<float>& a) {                                                    \
-            launch_head<float>(ALG##_gather_head_kernel<float>, a,                       \
-                               layout_##ALG##_gather::kTile); },                         \
           [&](const Args<float>& a) {                                                    \
             steps_launch(ALG##_gather_kernel<float>, a, layout_##ALG##_gather::kTile,    \
                          layout_##ALG##_gather::kTeam, layout_##ALG##_gather::kSize); })

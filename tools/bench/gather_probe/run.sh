@@ -28,8 +28,9 @@ build() {  # TREE NAME
   dims=$(PYTHONPATH="$1/codegen" python3 -c "import sys; from grid_codegen import parse_urdf
 m = parse_urdf(sys.argv[1], floating_base=sys.argv[2] == '1'); print(m.nq, m.nv)" \
     "$urdf" "${FLOATING:-0}")
-  nvcc -x cu -arch=sm_90 -std=c++17 -O3 -I "$out/$2" -I "$here/.." -I "$1/codegen/grid_codegen/include" \
-    -DGRID_COMPILED_ARCHS='"sm_90"' -DNQ="${dims% *}" -DNV="${dims#* }" "${defines[@]}" -Xptxas -v -o "$out/probe_$2" "$here/probe.cu" \
+  nvcc -x cu -arch=sm_90 -std=c++17 -O3 -I "$out/$2" -I "$here/.." \
+    -I "$1/codegen/grid_codegen/include" -DGRID_COMPILED_ARCHS='"sm_90"' -DNQ="${dims% *}" \
+    -DNV="${dims#* }" "${defines[@]}" -Xptxas -v -o "$out/probe_$2" "$here/probe.cu" \
     >"$out/ptxas_$2.log" 2>&1 || { tail -20 "$out/ptxas_$2.log"; return 1; }
 }
 shift 2
