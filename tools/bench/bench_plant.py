@@ -14,6 +14,9 @@ Rows, one per (robot, batch, method):
 * `plant_step_gradient_<integrator>`, path "kernel": the fused kernel method itself on
   the same `x` and a prepared `(B, 1)` column of `dt` (what the handle launches; the
   difference is the handle's own work per call);
+* `plant_step_gradient[<integrator>] (composed)`, path "composed" (with the fused kernel
+  built): the route the handle takes without it, FD, its gradient and M^-1 over the chart
+  (the handle's own private steps, for the comparison);
 * `forward_dynamics_gradient`, path "kernel": the FD gradient on prepared `q`, `qd`, `u`
   (the issue's yardstick: the step gradient within 1.5x of it for iiwa14 at 65,536).
 
@@ -80,6 +83,13 @@ def _time_row(fn: Any, batch: int, args: argparse.Namespace, sync: Any,
     return row
 
 
+def _composed(handle: Any, x: Any, u: Any, dt: float, integrator: str) -> Any:
+    """plant_step_gradient's composed route (what the handle runs without the fused
+    kernel), called through the handle's private steps."""
+    q, qd, _ = handle._split_state(x)
+    return handle._stepper(q, -9.81).step(q, qd, u, dt, integrator, True)[1]
+
+
 def bench_step_gradients(robot: str, handle: Any, batch: int, floating: bool,
                          args: argparse.Namespace) -> list[dict]:
     dtype = np.dtype(args.dtype)
@@ -108,6 +118,8 @@ def bench_step_gradients(robot: str, handle: Any, batch: int, floating: bool,
         if kernel in handle.algorithms:
             timed.append((kernel, "kernel",
                           lambda k=kernel: getattr(handle, k)(x, s["u"], column)))
+            timed.append((f"plant_step_gradient[{integrator}] (composed)", "composed",
+                          lambda i=integrator: _composed(handle, x, s["u"], DT, i)))
         for method, path, fn in timed:
             row = _time_row(fn, batch, args, sync, trace)
             call, piped = row.pop("_seconds")
