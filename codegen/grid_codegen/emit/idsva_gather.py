@@ -34,8 +34,8 @@ leaves the chip idle (g1 at B = 1,024: 1,024 threads). Here a team shares an ite
 On the GPU a first kernel computes the heads of the items of whole tiles, one item per
 thread (idsva_so in the memory form: one thread per item and group of bodies,
 `emit.idsva_head_groups`), into the head of their tile's output (interleaved by item so
-that a warp's stores fill sectors); the second kernel's block takes a tile of `BLOCK / team` items,
-moves their heads into shared memory and runs steps 2-5. A partial tile's teams compute
+that a warp's stores fill sectors); the second kernel's block takes a tile of
+`BLOCK / team` items, moves their heads into shared memory and runs steps 2-5. A partial tile's teams compute
 their heads on their first thread. The host build runs the same steps serially per item
 (items across host threads), for the tests.
 
