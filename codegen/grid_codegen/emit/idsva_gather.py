@@ -35,9 +35,9 @@ On the GPU a first kernel computes the heads of the items of whole tiles, one it
 thread (idsva_so in the memory form: one thread per item and group of bodies,
 `emit.idsva_head_groups`), into the head of their tile's output (interleaved by item so
 that a warp's stores fill sectors); the second kernel's block takes a tile of
-`BLOCK / team` items, moves their heads into shared memory and runs steps 2-5. A partial tile's teams compute
-their heads on their first thread. The host build runs the same steps serially per item
-(items across host threads), for the tests.
+`BLOCK / team` items, moves their heads into shared memory and runs steps 2-5. A partial
+tile's teams compute their heads on their first thread. The host build runs the same
+steps serially per item (items across host threads), for the tests.
 
 The entries' codes are a per-robot table of `4 nv^3` 64-bit words in global memory (g1:
 1.4 MB, read through L2 by every block; each algorithm's unit has its own copy): the
