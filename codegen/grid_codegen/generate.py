@@ -256,20 +256,16 @@ def _add_gather_variant(builds: list[AlgorithmBuild], sections: UnitSections,
             continue
         width = build.algorithm.output_size(dims)
         with sections.section(build.algorithm.name):
-            tile = idsva_gather.tile_of(width)
             head, tiled = idsva_gather.build_head_items(
                 sections.library, model, ee_frames, options.runtime_inertia, build.algorithm,
-                dims, sections.items, options.runtime_transform, tile)
-            fd = build.algorithm.name == "fdsva_so"
-            lay = idsva_gather.layout(model, fd)
-            groups = [] if fd or lay.tile else idsva_head_groups.build_group_items(
+                dims, sections.items, options.runtime_transform, idsva_gather.tile_of(width))
+            groups = idsva_head_groups.build_group_items(
                 sections.library, model, ee_frames, options.runtime_inertia, build.algorithm,
-                dims, sections.items, lay.head, idsva_gather.COLUMN_STRIDE, tile,
-                options.runtime_transform)
+                dims, sections.items, options.runtime_transform)
             variant = idsva_gather.emit_variant(sections.kernels, model, build.algorithm,
                                                 dims, head, tiled, bool(transform_table),
                                                 groups)
-        lanes = idsva_gather.lane_ops(model, width, fd)
+        lanes = idsva_gather.lane_ops(model, width, build.algorithm.name == "fdsva_so")
         team = idsva_gather.default_team(width)
         first = max((g.ops for g in groups), default=head.ops)
         work = sum(g.ops for g in groups) or head.ops

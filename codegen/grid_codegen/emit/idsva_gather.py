@@ -55,10 +55,9 @@ entries and while an item's shared memory fits a block in float64.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from grid_codegen.emit import idsva_head_groups
 from grid_codegen.emit import second_order as SO
 from grid_codegen.emit.kernels import VariantInfo, emit_configure, emit_tile_loop, input_pointer
 from grid_codegen.emit.thread import ThreadItem, _Plan, item_params
@@ -486,21 +485,8 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         return f"{fn}<T, T>({', '.join([*inputs, 'args.inertia', 'args.gravity', out, *extra])})"
 
     w.line("#if GRID_IS_CUDA")
-    if groups:
-        idsva_head_groups.emit_head_kernel(w, name, tile, width, [g.name for g in groups],
-                                           head_call, FORWARD_BLOCK)
-    else:
-        w.doc(f"First kernel of `{algorithm.name}` (gather strategy): the heads of the items "
-              f"of\nwhole tiles of {tile} items, one per thread, into the head of their tile's "
-              f"output\n(entry k of item j at tile * width + {tile} k + j).")
-        w.line("template <typename T>")
-        with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({FORWARD_BLOCK}) "
-                     f"{name}_head_kernel(const Args<T> args)"):
-            w.line(f"const size_t whole = (size_t)(args.batch / {tile}) * {tile};")
-            with w.block("for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; "
-                         "i < whole; i += (size_t)blockDim.x * gridDim.x)"):
-                w.line(f"T* const out = args.out + (i / {tile}) * {tile * width} + i % {tile};")
-                w.line(head_call(head_tiled, "i", "out") + ";")
+    _emit_head_kernel(w, name, tile, width, [g.name for g in groups] or [head_tiled],
+                      head_call)
     w.line()
     w.doc("A partial tile's head, on its team's first thread: out of line, so that the\n"
           "straight-line head's registers do not weigh on the second kernel's.")
@@ -609,6 +595,41 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
         w.line("#endif")
     w.line()
     return VariantInfo("gather", BLOCK, BLOCK, tile, f"{name}_shared_bytes<T>()", head.ops)
+
+
+def _emit_head_kernel(w: Writer, name: str, tile: int, width: int, heads: Sequence[str],
+                      head_call: Callable[[str, str, str], str]) -> None:
+    """The first kernel: the heads of the items of whole tiles into the head of their
+    tile's output, one thread per item; with the head in groups of bodies
+    (`emit.idsva_head_groups`, several `heads`) one per (item, group), group-major with
+    the items padded to whole warps, so that a warp runs one group's code."""
+    grouped = len(heads) > 1
+    w.doc(f"First kernel of `{name}`: the heads of the items of whole tiles of {tile} items\n"
+          f"into the head of their tile's output (entry k of item j at tile * width + {tile} k"
+          " + j),\n" + (f"one thread per (item, group of bodies), {len(heads)} groups "
+                        "(emit.idsva_head_groups)." if grouped else "one item per thread."))
+    w.line("template <typename T>")
+    with w.block(f"GRID_KERNEL void GRID_LAUNCH_BOUNDS({FORWARD_BLOCK}) "
+                 f"{name}_head_kernel(const Args<T> args)"):
+        w.line(f"const size_t whole = (size_t)(args.batch / {tile}) * {tile};")
+        step = "+= (size_t)blockDim.x * gridDim.x)"
+        out = f"T* const out = args.out + (i / {tile}) * {tile * width} + i % {tile};"
+        if not grouped:
+            with w.block(f"for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; "
+                         f"i < whole; i {step}"):
+                w.line(out)
+                w.line(head_call(heads[0], "i", "out") + ";")
+            return
+        w.line("const size_t lanes = (whole + 31) / 32 * 32;")
+        with w.block(f"for (size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; "
+                     f"t < lanes * {len(heads)}; t {step}"):
+            w.line("const size_t i = t % lanes;")
+            w.line("if (i >= whole) continue;")
+            w.line(out)
+            with w.block("switch ((int)(t / lanes))"):
+                for k, fn in enumerate(heads):
+                    w.line(f"case {k}: {head_call(fn, 'i', 'out')}; break;")
+                w.line("default: break;")
 
 
 def lane_ops(model: RobotModel, width: int, fd: bool) -> int:

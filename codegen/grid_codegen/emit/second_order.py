@@ -196,16 +196,17 @@ def _entries(plan_of_writes: tuple[list[int], dict[int, int]], turns: set[int] |
 
 
 class _SweepTrace:
-    """The world-frame sweep traced on `arrays`' patterns, to count the operations a set
-    of its entries reaches (the graph is kept only for that)."""
+    """A pass `fn(*arrays, I, g)` (default: the world-frame sweep) traced on `arrays`'
+    patterns, to count the operations a set of its entries reaches (the graph is kept
+    only for that)."""
 
-    def __init__(self, plan, arrays: list[Array]) -> None:
+    def __init__(self, plan, arrays: list[Array], fn: Callable | None = None) -> None:
         self.graph = G.Graph()
         inputs = [[self.graph.input(f"{a.name}[{k}]") if p is None else p
                    for k, p in enumerate(a.pattern)] for a in arrays + plan.inertia_array()]
         table = inputs.pop() if plan.runtime_inertia else None
-        self.values = _sweep_blocks(plan.model)(*inputs, plan.inertias(table),
-                                                self.graph.input("gravity"))
+        fn = fn or _sweep_blocks(plan.model)
+        self.values = fn(*inputs, plan.inertias(table), self.graph.input("gravity"))
 
     def count(self, entries: Sequence[int]) -> int:
         """The traced operations the output `entries` reach."""
