@@ -67,10 +67,13 @@ def test_options_are_validated(bad):
 
 def test_registry_covers_every_algorithm():
     """Every core algorithm has a level-synchronous builder, except the reverse-mode
-    kernels, which are thread passes only (emit.thread_vjp)."""
+    kernels, which are thread passes only (emit.thread_vjp); so do the plant profile's
+    fused step gradients (emit.plant_level)."""
     from grid_codegen.emit.thread_vjp import VJP_OF
+    from grid_codegen.registry import PROFILES
 
-    assert tuple(BUILDERS) == tuple(a for a in ALGORITHMS if a not in VJP_OF)
+    core = tuple(a for a in ALGORITHMS if a not in VJP_OF)
+    assert tuple(BUILDERS) == core + PROFILES["plant"]
     assert set(VJP_OF) <= set(ALGORITHMS)
 
 

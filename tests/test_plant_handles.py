@@ -199,16 +199,21 @@ def test_cost_frames_are_the_default_of_ee_pos_cost(tmp_path):
     plain.close()
 
 
-def _check_tangents(handle, integrator, x, u, dt, want, tol):
-    """The tangents variant (one forward-mode pass per (item, column)) of the fused
-    kernel, chosen explicitly on a context of its own, against `want`."""
+def _check_variants(handle, integrator, x, u, dt, want, tol):
+    """Every variant of the fused kernel: the thread form, the level-synchronous forms
+    (warp, block: `emit.plant_level`) and the tangents form (one forward-mode pass per
+    (item, column)), each chosen explicitly on a context of its own, against `want`."""
     kernel = f"plant_step_gradient_{integrator}"
     ctx = handle.context()
     try:
-        assert ctx.variants(kernel)[-1] == "tangents", ctx.variants(kernel)
-        ctx.set_variant_for(kernel, "tangents")
-        assert_scaled_close(ctx.plant_step_gradient(x, u, dt, integrator), want, tol,
-                            f"{kernel} (tangents)")
+        variants = tuple(ctx.variants(kernel))
+        assert variants == ("thread", "warp", "block", "tangents"), variants
+        for variant in variants:
+            ctx.set_variant_for(kernel, variant)
+            assert_scaled_close(ctx.plant_step_gradient(x, u, dt, integrator), want, tol,
+                                f"{kernel} ({variant})")
+            assert_scaled_close(ctx.plant_step_gradient(x[-1], u[-1], dt, integrator),
+                                want[-1], tol, f"{kernel} ({variant}, one state)")
     finally:
         ctx.close()
 
@@ -216,8 +221,7 @@ def _check_tangents(handle, integrator, x, u, dt, want, tol):
 @pytest.mark.parametrize("integrator", ["euler", "semi_implicit_euler"])
 def test_fused_step_gradient_kernel(shared_store, integrator):
     """emit_plant=True: plant_step_gradient is one kernel, equal to the reference
-    (iiwa14, float64), for a batch and a single state, in both its variants; rk4 is
-    refused."""
+    (iiwa14, float64), for a batch and a single state, in every variant; rk4 is refused."""
     urdf = str(ROBOTS["iiwa14"].path)
     # The session store (tests/conftest.py): one build for both integrators.
     fused = grid_rbd.register_robot("iiwa14_fused_plant", urdf_path=urdf, dtype="float64",
@@ -231,7 +235,7 @@ def test_fused_step_gradient_kernel(shared_store, integrator):
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
     one = fused.plant_step_gradient(x[0], s.u[0], 0.02, integrator)
     np.testing.assert_allclose(one, want[0], rtol=1e-9, atol=1e-9)
-    _check_tangents(fused, integrator, x, s.u, 0.02, want, 1e-9)
+    _check_variants(fused, integrator, x, s.u, 0.02, want, 1e-9)
     with pytest.raises(RuntimeError, match="plant_step_gradient needs"):
         fused.plant_step_gradient(x, s.u, 0.02, "rk4")
     fused.close()
@@ -242,7 +246,7 @@ def test_fused_step_gradient_kernel_on_a_free_flyer(shared_store, integrator):
     """A free-flyer root: the fused kernel (the root's rows through the SE(3) chart's
     Jacobians, `symbolic.lie`) against the reference, at rest, at small root rotations
     per step (the Taylor side of the chart's coefficients) and large ones (the closed
-    forms), and exactly at the switch between them; both variants of the kernel."""
+    forms), and exactly at the switch between them; every variant of the kernel."""
     urdf = str(ROBOTS["iiwa14"].path)
     fused = grid_rbd.register_robot("iiwa14_fused_plant_ff", urdf_path=urdf,
                                     floating_base=True, dtype="float64",
@@ -259,5 +263,5 @@ def test_fused_step_gradient_kernel_on_a_free_flyer(shared_store, integrator):
     got = fused.plant_step_gradient(x, s.u, dt, integrator)
     want = ref.plant_step_gradient(x, s.u, dt, integrator)
     assert_scaled_close(got, want, 1e-9, f"fused {integrator} on a free flyer")
-    _check_tangents(fused, integrator, x, s.u, dt, want, 1e-9)
+    _check_variants(fused, integrator, x, s.u, dt, want, 1e-9)
     fused.close()

@@ -1,5 +1,6 @@
-"""The tangents strategy on the GPU (tagged gpu; skipped with the reason elsewhere): the FD
-gradient and the fused step gradients, one forward-mode pass per (item, column), chosen
+"""Every variant of the FD gradient and the fused step gradients on the GPU (tagged gpu;
+skipped with the reason elsewhere): thread, warp, block (the step's level form,
+`emit.plant_level`) and tangents (one forward-mode pass per (item, column)), each chosen
 explicitly on a context and checked against the float64 reference on a fixed base and a
 free-flyer root, at batches that fill part of a warp, several warps and several blocks.
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.mark.parametrize("floating", [False, True])
-def test_gpu_tangents_match_the_reference(tmp_path, floating):
+def test_gpu_gradient_variants_match_the_reference(tmp_path, floating):
     from grid_rbd._device import cuda_status
 
     status = cuda_status()
@@ -36,21 +37,28 @@ def test_gpu_tangents_match_the_reference(tmp_path, floating):
     try:
         for kernel in kernels:
             assert ctx.variants(kernel)[-1] == "tangents", (kernel, ctx.variants(kernel))
-            ctx.set_variant_for(kernel, "tangents")
-        for batch in (1, 9, 300):
-            s = random_states(ref.model, batch, seed=batch + 40)
-            q, qd, u, fe = (np.ascontiguousarray(x, np.float32)
-                            for x in (s.q, s.qd, s.u, s.f_ext))
-            d = [x.astype(np.float64) for x in (q, qd, u, fe)]
-            assert scaled_error(ctx.forward_dynamics_gradient(q, qd, u),
-                                ref.forward_dynamics_gradient(d[0], d[1], d[2])) < 1e-3
-            assert scaled_error(ctx.forward_dynamics_gradient(q, qd, u, fe),
-                                ref.forward_dynamics_gradient(*d)) < 1e-3
-            x = np.concatenate([q, qd], axis=1)
-            for integrator in ("euler", "semi_implicit_euler"):
-                got = ctx.plant_step_gradient(x, u, 0.02, integrator)
-                want = ref.plant_step_gradient(x.astype(np.float64), d[2], 0.02, integrator)
-                assert scaled_error(got, want) < 1e-3, (integrator, batch)
+        plant = [k for k in kernels if k.startswith("plant")]
+        assert all("warp" in ctx.variants(k) for k in plant), [ctx.variants(k) for k in plant]
+        variants = sorted({v for k in kernels for v in ctx.variants(k)})
+        for variant in variants:
+            for kernel in kernels:
+                if variant in ctx.variants(kernel):
+                    ctx.set_variant_for(kernel, variant)
+            for batch in (1, 9, 300):
+                s = random_states(ref.model, batch, seed=batch + 40)
+                q, qd, u, fe = (np.ascontiguousarray(x, np.float32)
+                                for x in (s.q, s.qd, s.u, s.f_ext))
+                d = [x.astype(np.float64) for x in (q, qd, u, fe)]
+                assert scaled_error(ctx.forward_dynamics_gradient(q, qd, u),
+                                    ref.forward_dynamics_gradient(d[0], d[1], d[2])) < 1e-3
+                assert scaled_error(ctx.forward_dynamics_gradient(q, qd, u, fe),
+                                    ref.forward_dynamics_gradient(*d)) < 1e-3
+                x = np.concatenate([q, qd], axis=1)
+                for integrator in ("euler", "semi_implicit_euler"):
+                    got = ctx.plant_step_gradient(x, u, 0.02, integrator)
+                    want = ref.plant_step_gradient(x.astype(np.float64), d[2], 0.02,
+                                                   integrator)
+                    assert scaled_error(got, want) < 1e-3, (variant, integrator, batch)
     finally:
         ctx.close()
         h.close()

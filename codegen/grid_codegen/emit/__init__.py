@@ -11,6 +11,7 @@ from grid_codegen.emit.crba import crba
 from grid_codegen.emit.forward_dynamics import forward_dynamics
 from grid_codegen.emit.kinematics import end_effector_pose, end_effector_pose_gradient
 from grid_codegen.emit.minv import minv
+from grid_codegen.emit.plant_level import plant_step_gradient
 from grid_codegen.emit.rnea import inverse_dynamics
 from grid_codegen.emit.rnea_gradient import forward_dynamics_gradient, inverse_dynamics_gradient
 
@@ -25,6 +26,9 @@ BUILDERS: dict[str, Callable[[EmitContext], AlgorithmSpec]] = {
     "end_effector_pose_gradient": end_effector_pose_gradient,
     "inverse_dynamics_gradient": inverse_dynamics_gradient,
     "forward_dynamics_gradient": forward_dynamics_gradient,
+    # the plant profile's fused step gradients (their thread form: emit.thread, emit.plant)
+    "plant_step_gradient_euler": plant_step_gradient("euler"),
+    "plant_step_gradient_semi_implicit_euler": plant_step_gradient("semi_implicit_euler"),
 }
 
 __all__ = ["BUILDERS", "AlgorithmSpec", "EmitContext"]

@@ -32,11 +32,11 @@ def add_rnea_buffers(ctx: EmitContext, L: Layout) -> None:
     L.add("fp", 6, nb, doc="X^T f of each body, summed by its parent")
 
 
-def emit_rnea_passes(ctx: EmitContext, w: Writer, L: Layout, with_qdd: bool, fext: str,
-                     tau: Callable[[int], str]) -> None:
+def emit_rnea_passes(ctx: EmitContext, w: Writer, L: Layout, with_qdd: bool,
+                     fext: str | None, tau: Callable[[int], str]) -> None:
     """RNEA over loaded `q`, `qd` (and `qdd` when `with_qdd`) and transforms `X`;
-    `fext` is the item's f_ext pointer (may be NULL at run time), `tau(k)` the lvalue of
-    torque k."""
+    `fext` is the item's f_ext pointer (may be NULL at run time; None: the algorithm
+    takes none), `tau(k)` the lvalue of torque k."""
     model = ctx.model
     X, v, a, f, fp = L["X"], L["v"], L["a"], L["f"], L["fp"]
     qd = L["qd"]
@@ -66,8 +66,9 @@ def emit_rnea_passes(ctx: EmitContext, w: Writer, L: Layout, with_qdd: bool, fex
         w.line("inertia_apply(I, vi, h);")
         w.line("inertia_apply(I, ai, fi);")
         w.line("force_cross_add(vi, h, fi);")
-        with w.block(f"if ({fext} != nullptr)"):
-            w.line(f"for (int k = 0; k < 6; ++k) fi[k] -= {fext}[{6 * i} + k];")
+        if fext is not None:
+            with w.block(f"if ({fext} != nullptr)"):
+                w.line(f"for (int k = 0; k < 6; ++k) fi[k] -= {fext}[{6 * i} + k];")
 
     def backward(w: Writer, i: int) -> None:
         joint = model.joints[i]

@@ -192,33 +192,59 @@ def inverse_dynamics_gradient(ctx: EmitContext) -> AlgorithmSpec:
         inputs=ports, output_shape=(nv, n2), uses_gravity=True, layout=L, emit_body=body)
 
 
+def fd_gradient_layout(ctx: EmitContext, name: str) -> Layout:
+    """The scratch of the forward-dynamics gradient's passes (`emit_fd_gradient_passes`)."""
+    model = ctx.model
+    nv = model.nv
+    L = _rnea_layout(ctx, name, "u")
+    add_crba_buffers(ctx, L)
+    L.add("c", nv, doc="bias forces, then ID at qdd")
+    L.add("qdd", nv, doc="FD")
+    L.add("M", nv, nv, doc="mass matrix, factored along the tree in place")
+    L.add("dinv", nv, doc="D^-1 of the factor")
+    L.add("dID", 2 * nv, nv, doc="dtau/d(q, qd) at qdd = FD, row-major")
+    return L
+
+
+def emit_fd_gradient_passes(ctx: EmitContext, w: Writer, L: Layout, fext: str | None,
+                            after_solve: Callable[[Writer], None] | None = None) -> None:
+    """With `q`, `qd` and `u` loaded into `L` (`fd_gradient_layout`): `qdd = FD(q, qd, u)`,
+    `M` factored along the tree (`M`, `dinv`) and `dID = dtau/d(q, qd)` at `qdd`
+    (`fext`: the f_ext pointer, None for none); `after_solve(w)` (optional) runs on one
+    lane right after `qdd` is known."""
+    s = ctx.strategy
+    nv = ctx.model.nv
+    n2 = 2 * nv
+    c, qdd, M, dinv, dID = L["c"], L["qdd"], L["M"], L["dinv"], L["dID"]
+    emit_passive_torque(ctx, w, L["qd"], lambda k: L["u"][k], "-")
+    emit_joint_transforms(ctx, w, L["q"], L["X"])
+    emit_rnea_passes(ctx, w, L, False, fext, lambda k: c[k])
+    emit_crba_passes(ctx, w, L, M, nv)
+    emit_tree_ldlt(ctx, w, M, nv, nv, dinv)
+    with s.single(w):
+        emit_tree_ldlt_solve(ctx, w, M, nv, nv, dinv, lambda r: f"{L['u'][r]} - {c[r]}",
+                             lambda r, v: f"{qdd[r]} = {v};")
+        if after_solve is not None:
+            with w.block():
+                after_solve(w)
+    s.barrier(w)
+    emit_rnea_passes(ctx, w, L, True, fext, lambda k: c[k])
+    emit_rnea_gradient_columns(ctx, w, L, lambda r: dID[f"{r * n2} + c"])
+    emit_passive_slope(ctx, w, L["qd"], lambda r, c: dID[f"{r} * {n2} + {c}"])
+
+
 def forward_dynamics_gradient(ctx: EmitContext) -> AlgorithmSpec:
     model = ctx.model
     nv, n2 = model.nv, 2 * model.nv
-    L = _rnea_layout(ctx, "forward_dynamics_gradient", "u")
-    add_crba_buffers(ctx, L)
-    c, qdd = L.add("c", nv, doc="bias forces, then ID at qdd"), L.add("qdd", nv, doc="FD")
-    M = L.add("M", nv, nv, doc="mass matrix, factored along the tree in place")
-    dinv = L.add("dinv", nv, doc="D^-1 of the factor")
-    dID = L.add("dID", n2, nv, doc="dtau/d(q, qd) at qdd = FD, row-major")
+    L = fd_gradient_layout(ctx, "forward_dynamics_gradient")
+    M, dinv, dID = L["M"], L["dinv"], L["dID"]
     ports = (Port("q", model.nq), Port("qd", nv), Port("u", nv),
              Port("f_ext", 6 * model.nb, False))
 
     def body(w: Writer) -> None:
         s = ctx.strategy
         emit_load(ctx, w, [(L["q"], ports[0]), (L["qd"], ports[1]), (L["u"], ports[2])])
-        emit_passive_torque(ctx, w, L["qd"], lambda k: L["u"][k], "-")
-        emit_joint_transforms(ctx, w, L["q"], L["X"])
-        emit_rnea_passes(ctx, w, L, False, "in_f_ext", lambda k: c[k])
-        emit_crba_passes(ctx, w, L, M, nv)
-        emit_tree_ldlt(ctx, w, M, nv, nv, dinv)
-        with s.single(w):
-            emit_tree_ldlt_solve(ctx, w, M, nv, nv, dinv, lambda r: f"{L['u'][r]} - {c[r]}",
-                                 lambda r, v: f"{qdd[r]} = {v};")
-        s.barrier(w)
-        emit_rnea_passes(ctx, w, L, True, "in_f_ext", lambda k: c[k])
-        emit_rnea_gradient_columns(ctx, w, L, lambda r: dID[f"{r * n2} + c"])
-        emit_passive_slope(ctx, w, L["qd"], lambda r, c: dID[f"{r} * {n2} + {c}"])
+        emit_fd_gradient_passes(ctx, w, L, "in_f_ext")
         with s.parallel(w, "j", n2):  # column j of -M^-1 dID on one lane
             emit_tree_ldlt_solve(ctx, w, M, nv, nv, dinv, lambda r: f"-{dID[f'{r * n2} + j']}",
                                  lambda r, v: f"out[{r * n2} + j] = {v};")

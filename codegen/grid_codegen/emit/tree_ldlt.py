@@ -112,9 +112,10 @@ def emit_tree_ldlt(ctx: EmitContext, w: Writer, A: Buffer, n: int, stride: int,
 
 def emit_tree_ldlt_solve(ctx: EmitContext, w: Writer, A: Buffer, n: int, stride: int,
                          dinv: Buffer, load: Callable[[int], str],
-                         store: Callable[[int, str], str]) -> None:
+                         store: Callable[[int, str], str | list[str]]) -> None:
     """Inside a lane's scope: `x = M^-1 b` from the factor of `emit_tree_ldlt`, with
-    `b[r]` read as `load(r)` and `x[r]` written by the statement `store(r, value)`."""
+    `b[r]` read as `load(r)` and `x[r]` written by the statement (or statements)
+    `store(r, value)`, emitted as soon as `x[r]` is final."""
     ancestors = dof_ancestors(ctx.model)
     for r in range(n):
         w.line(f"T v{r} = {load(r)};")
@@ -127,5 +128,6 @@ def emit_tree_ldlt_solve(ctx: EmitContext, w: Writer, A: Buffer, n: int, stride:
         if ancestors[k]:
             terms = " + ".join(f"{A[k * stride + i]} * v{i}" for i in ancestors[k])
             w.line(f"v{k} -= {dinv[k]} * ({terms});")
-        w.line(store(k, f"v{k}"))
+        stored = store(k, f"v{k}")
+        w.lines(*([stored] if isinstance(stored, str) else stored))
         w.line("GRID_ORDER();")

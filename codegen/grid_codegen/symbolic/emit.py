@@ -326,6 +326,24 @@ class ItemBuilder:
                 w.line(f"{callee}<T, S>({call.args});")
 
 
+def emit_straight_line(w: Writer, fn: Callable[..., Sequence[object]],
+                       inputs: Sequence[Sequence[str]], out: str) -> int:
+    """Trace `fn` over inputs named by C++ expressions (one list per argument) and write
+    its statements into `w`, output `k` stored to `out[k]` (constants included), for a
+    small computation inlined in hand-written code (`T` the value type and `S` that of the
+    literals, `lit`, in the enclosing scope). Returns its operation count."""
+    g = G.Graph()
+    values = [[g.input(expr) for expr in arg] for arg in inputs]
+    result = list(fn(*values))
+    segments, _, ops = _emit_body(g, result, range(len(result)), out, True,
+                                  LARGE_PASS_OPS, lambda k: k)
+    if len(segments) != 1:
+        raise ValueError(f"emit_straight_line: {sum(ops.values())} operations is past the "
+                         "size of one inlined block")
+    w.extend(segments[0])
+    return sum(ops.values())
+
+
 def _used_inputs(g: G.Graph, roots: Sequence[object]) -> set[str]:
     """The input expressions (`X[3]`, `T{} + gravity`, ...) `roots` depend on."""
     return {g.nodes[i][1] for i in G.reachable(g, roots) if g.nodes[i][0] == "in"}
