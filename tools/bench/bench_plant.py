@@ -18,7 +18,10 @@ Rows, one per (robot, batch, method):
   built): the route the handle takes without it, FD, its gradient and M^-1 over the chart
   (the handle's own private steps, for the comparison);
 * `forward_dynamics_gradient`, path "kernel": the FD gradient on prepared `q`, `qd`, `u`
-  (the issue's yardstick: the step gradient within 1.5x of it for iiwa14 at 65,536).
+  (the issue's yardstick: the step gradient within 1.5x of it for iiwa14 at 65,536);
+* with `--variants`, path "variant": the FD gradient and each fused kernel in every variant
+  it has (thread, warp, block, tangents), each set explicitly on a context of its own
+  (`variant` names it; `ratio` over the dispatched FD gradient's call).
 
 Each row has `ns_per_item` and `us_per_call`, the median over `--reps` calls of one call
 followed by a wait for its result (on CUDA a synchronise: host work and launch included),
@@ -134,6 +137,40 @@ def bench_step_gradients(robot: str, handle: Any, batch: int, floating: bool,
                   f"x{row['ratio']:5.2f}"
                   + (f"; device x{row['device_ratio']:5.2f}" if "device_ratio" in row else "")
                   + ")", flush=True)
+    if args.variants:
+        rows += _variant_rows(handle, common, s, x, column, batch, args, sync, trace, fd)
+    return rows
+
+
+def _variant_rows(handle: Any, common: dict, s: dict, x: Any, column: Any, batch: int,
+                  args: argparse.Namespace, sync: Any, trace: bool, fd: dict) -> list[dict]:
+    """`--variants`: the FD gradient and each fused kernel in every variant it has, each
+    chosen explicitly on a context of its own (path "variant")."""
+    rows = []
+    calls = {"forward_dynamics_gradient": lambda c: c.forward_dynamics_gradient(
+        s["q"], s["qd"], s["u"])}
+    for integrator in INTEGRATORS:
+        kernel = f"plant_step_gradient_{integrator}"
+        if kernel in handle.algorithms:
+            calls[kernel] = lambda c, k=kernel: getattr(c, k)(x, s["u"], column)
+    for kernel, call in calls.items():
+        for variant in handle.variants(kernel):
+            ctx = handle.context()
+            try:
+                ctx.set_variant_for(kernel, variant)
+                row = _time_row(lambda c=ctx, f=call: f(c), batch, args, sync, trace)
+            finally:
+                ctx.close()
+            call_s, _ = row.pop("_seconds")
+            row["ratio"] = call_s / fd["us_per_call"] * 1e6
+            if "device_us_per_call" in row and fd.get("device_us_per_call"):
+                row["device_ratio"] = row["device_us_per_call"] / fd["device_us_per_call"]
+            rows.append({**common, "method": kernel, "path": "variant", "variant": variant,
+                         **row})
+            print(f"{common['robot']:7s} B={batch:<6d} {kernel:44s} {variant:9s} "
+                  f"{row['ns_per_item']:10.2f} ns/item"
+                  + (f"; device {row['device_us_per_call']:9.1f} us, x{row['device_ratio']:5.2f}"
+                     if "device_ratio" in row else ""), flush=True)
     return rows
 
 
@@ -190,6 +227,9 @@ def main() -> None:
                         "kernels are thread-only)")
     parser.add_argument("--trace", action="store_true",
                         help="CUDA: list the kernels of each call with their device time")
+    parser.add_argument("--variants", action="store_true",
+                        help="also time the FD gradient and each fused kernel in every "
+                        "variant it has, chosen explicitly (rows with path 'variant')")
     parser.add_argument("--hessian", action="store_true",
                         help="also plant_step_hessian (builds the second-order profile)")
     parser.add_argument("--store", help="store folder (default: a fresh temporary one)")

@@ -6,16 +6,20 @@
 #      Compute on g1's entry kernel at 1,024 (ncu_g1_NAME.txt), while the runtime builds;
 #   2. APPLY_LIVE=1: live_runs.patch applied to this copy, then the gpu-tagged second-order
 #      tests run on it (pytest_so.txt);
-#   3. bench_plant.py --trace for ROBOTS (default iiwa14,go2) in the time left.
+#   3. bench_plant.py --trace --variants for ROBOTS (default iiwa14,go2; BATCHES, default
+#      each robot's own) in the time left.
+# STAGES (default "probes pytest plant") picks the stages; the runtime is built for the
+# last two.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh" "${1:-gpu_results}"
 export GRID_RBD_ROBOT_DATA="${GRID_RBD_ROBOT_DATA:-$repo/.devkit/robots}"
 start=$SECONDS
 deadline=${DEADLINE_S:-540}
 left() { echo $((deadline - SECONDS + start)); }
 [ "${APPLY_LIVE:-0}" = 1 ] && git apply tools/bench/gather_probe/live_runs.patch
+has() { [[ " ${STAGES:-probes pytest plant} " == *" $1 "* ]]; }
 tools/build_core.sh python3 >"$out/core_build.log" 2>&1 &
 core=$!
-{
+has probes && {
   for robot in g1 go2; do
     dir=".gprobe_$robot"; [ -d "$dir" ] || continue
     batches="1024 16384"; [ "$robot" = go2 ] && batches="1024 16384 65536"
@@ -24,7 +28,7 @@ core=$!
     done
   done
 } >"$out/probe_times.txt" 2>&1
-for p in ${NCU_PROBES:-old new}; do
+has probes && for p in ${NCU_PROBES:-old new}; do
   [ -x ".gprobe_g1/probe_$p" ] || continue
   timeout 90 ncu --clock-control none -k regex:idsva_so_gather_kernel --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
@@ -34,13 +38,14 @@ done
 echo "probes done after $((SECONDS - start)) s"
 wait $core || echo "core build failed"
 echo "runtime built after $((SECONDS - start)) s"
-timeout $(( $(left) / 2 )) python3 -m pytest -q -m gpu tests/test_second_order_kernels.py tests/test_tangents_gpu.py \
+has pytest && timeout $(( $(left) / 2 )) python3 -m pytest -q -m gpu tests/test_second_order_kernels.py tests/test_tangents_gpu.py \
   -p no:cacheprovider >"$out/pytest_so.txt" 2>&1
 echo "pytest rc=$? after $((SECONDS - start)) s"; tail -3 "$out/pytest_so.txt"
 limit=$(( $(left) - 10 ))
-if [ "$limit" -gt 30 ]; then
-  timeout "$limit" python3 tools/bench/bench_plant.py --device cuda --trace \
-    --robots "${ROBOTS:-iiwa14,go2}" --out "$out/plant.json" >"$out/plant.log" 2>&1 \
+if has plant && [ "$limit" -gt 30 ]; then
+  timeout "$limit" python3 tools/bench/bench_plant.py --device cuda --trace --variants \
+    --robots "${ROBOTS:-iiwa14,go2}" ${BATCHES:+--batches "$BATCHES"} \
+    --out "$out/plant.json" >"$out/plant.log" 2>&1 \
     || echo "bench_plant stopped (rc $?)"
 fi
 echo "done after $((SECONDS - start)) s"
