@@ -199,6 +199,17 @@ def test_the_product_codes_give_the_gather_values(robot):
     np.testing.assert_allclose(ours, want, rtol=0, atol=1e-12 * max(1.0, np.abs(want).max()))
     assert [c == 0 for c in codes] == [e == 0 for e in plan.entries]
     assert E.bank_wavefronts(model, plan) < E.bank_wavefronts(model, plan, 24, 48)
+    # The memory form's tables (grid::idsva_gather_sparse) replayed: every non-zero code
+    # at its entry, zeros elsewhere.
+    sparse, slots, chunks = E.sparse_tables(plan)
+    assert len(chunks) == -(-len(codes) // E.CHUNK) + 1 and chunks[-1] == len(sparse)
+    replayed = [0] * len(codes)
+    for c in range(len(chunks) - 1):
+        assert chunks[c] <= chunks[c + 1]
+        for k in range(chunks[c], chunks[c + 1]):
+            assert 0 <= slots[k] < E.CHUNK and replayed[E.CHUNK * c + slots[k]] == 0
+            replayed[E.CHUNK * c + slots[k]] = sparse[k]
+    assert replayed == codes
 
 
 @pytest.mark.parametrize("robot", ["iiwa14", "floating-tree"])
@@ -277,7 +288,7 @@ def test_only_final_entries_stream(robot):
         E._emit_steps(w, "x", model, lay, turns, 4 * nv ** 3, fd, pairs)
         text = w.text()
         if lay.tile:
-            assert "idsva_copy(out, tile" in text and "idsva_gather_entries" not in text
+            assert "idsva_copy(out, tile" in text and "idsva_gather_sparse" not in text
             assert text.index("idsva_copy(out, tile") > text.rindex("sync();")
         else:
-            assert f"idsva_gather_entries<T, {'false' if fd else 'true'}>(" in text
+            assert f"idsva_gather_sparse<T, {'false' if fd else 'true'}>(" in text

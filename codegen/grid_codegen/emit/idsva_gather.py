@@ -13,11 +13,13 @@ leaves the chip idle (g1 at B = 1,024: 1,024 threads). Here a team shares an ite
    of the 52 components per thread);
 3. one turn of the sweep per thread: its eight vectors into `U` (`idsva_turn_vectors`);
 4. every entry of the four blocks, in one of two forms:
-   - *memory order* (go2, g1, every item larger than a warp's): thread `r` takes entries
-     `r, r + team, ...`, each from a per-robot code naming its one or two products
-     (`grid::idsva_gather_entry`), so a warp's stores are 32 consecutive scalars and the
-     structural zeros cost a store each; every entry loads 12 or 24 scalars from shared
-     memory;
+   - *memory order* (go2, g1, every item larger than a warp's): a warp takes CHUNK
+     consecutive entries at a time; its lanes compute the chunk's non-zero entries (a
+     per-robot code names each one's one or two products, `grid::idsva_gather_entry`;
+     12 or 24 shared scalars loaded per entry) into the warp's zeroed stage in shared
+     memory, then store the chunk four consecutive entries a lane
+     (`grid::idsva_gather_sparse`), so a warp's stores fill whole sectors and the
+     structural zeros (78% of g1's entries) cost a store each but no products;
    - *tile* (a warp per item whose block of items and output tiles fits in shared
      memory: iiwa14): one thread per (turn, column) pair loads the turn's 48 and the
      column's 24 scalars once into registers, evaluates the sixteen formulas and writes
@@ -39,10 +41,11 @@ that a warp's stores fill sectors); the second kernel's block takes a tile of
 tile's teams compute their heads on their first thread. The host build runs the same
 steps serially per item (items across host threads), for the tests.
 
-The entries' codes are a per-robot table of `4 nv^3` 64-bit words in global memory (g1:
-1.4 MB, read through L2 by every block; each algorithm's unit has its own copy): the
-offsets of one or two products' 6-vectors in U and K, with their signs, so an entry is
-one 8-byte load, two dot products and no decoding. K's columns and U's turns are padded
+The entries' codes are a per-robot table in global memory, one 64-bit word per non-zero
+entry with its byte of slot in its chunk and each chunk's first index (g1: 37,128 codes,
+334 KB with the slots, read through L2 by every block; each algorithm's unit has its own
+copy): the offsets of one or two products' 6-vectors in U and K, with their signs, so an
+entry is one 8-byte load, two dot products and no decoding. K's columns and U's turns are padded
 to odd strides (COLUMN_STRIDE, TURN_STRIDE). The tile form also aligns every item and
 its tile (`Layout`), which is zeroed and copied out in 16-byte vectors. (Strides of four
 times an odd number, for vector loads of the pairs' 72 scalars, were measured slower:
@@ -82,6 +85,9 @@ BLOCK = 256
 REGISTERS = 128
 """The second kernel's register cap (its launch bounds)."""
 
+CHUNK = 128
+"""Consecutive entries a warp takes at a time in the memory form (`grid::kIdsvaChunk`)."""
+
 FORWARD_BLOCK = 128
 
 COLUMN_STRIDE = 25
@@ -90,9 +96,9 @@ a warp's loads of consecutive columns in distinct shared-memory banks."""
 
 TURN_STRIDE = 49
 """Scalars per turn in U (its eight 6-vectors, then one pad), odd for the same reason.
-With both pads a warp's shared loads of the entry step take 2.4x fewer wavefronts
-(`bank_wavefronts`, per item: iiwa14 2,718 -> 1,152, g1 181,560 -> 73,938; 3,486 for
-iiwa14 when every entry also loaded an absent second product)."""
+With both pads a warp's shared loads of the memory form's entries take 2.5-2.9x fewer
+wavefronts (`bank_wavefronts`, per item: go2 23,814 -> 9,504, g1 127,836 -> 44,766; g1
+took 73,938 when its warps took 32 consecutive entries, zeros included)."""
 
 
 def k_size(model: RobotModel) -> int:
@@ -116,6 +122,22 @@ def product_code(sign: int, turn: int, vector: int, column: int, motion: int) ->
             | (1 if sign > 0 else 3))
 
 
+def sparse_tables(plan: G.Plan) -> tuple[list[int], list[int], list[int]]:
+    """The memory form's tables (`grid::idsva_gather_sparse`): the codes of the non-zero
+    entries in memory order, each one's slot in its chunk of CHUNK entries, and where each
+    chunk's codes start (one more for the end)."""
+    codes, slots, chunks = [], [], []
+    for e, code in enumerate(entry_codes(plan)):
+        while len(chunks) <= e // CHUNK:
+            chunks.append(len(codes))
+        if code:
+            codes.append(code)
+            slots.append(e % CHUNK)
+    while len(chunks) <= -(-len(plan.entries) // CHUNK):
+        chunks.append(len(codes))
+    return codes, slots, chunks
+
+
 def entry_codes(plan: G.Plan) -> list[int]:
     """Every entry's 64-bit code for `grid::idsva_gather_entry` (0: a structural zero)."""
     codes = []
@@ -131,22 +153,26 @@ def entry_codes(plan: G.Plan) -> list[int]:
 
 def bank_wavefronts(model: RobotModel, plan: G.Plan, column_stride: int = COLUMN_STRIDE,
                     turn_stride: int = TURN_STRIDE) -> int:
-    """Shared-memory wavefronts of one item's entry step (a warp takes 32 consecutive
-    entries; a load takes as many wavefronts as the most distinct words in one bank)."""
+    """Shared-memory wavefronts of the products of one item's entry step in the memory
+    form (`grid::idsva_gather_sparse`: a warp's lanes take a chunk's non-zero entries, 32
+    at a time; a load takes as many wavefronts as the most distinct words in one bank)."""
     total = 0
     u_base = column_stride * model.nv + 52 * model.nb
-    for w0 in range(0, len(plan.entries), 32):
-        lanes = [G.decode(e) for e in plan.entries[w0:w0 + 32] if e]
-        for op in range(2):
-            for on_u in (True, False):
-                for c in range(6):
-                    words = {(u_base + turn_stride * t + 6 * G.FORMULAS[f][op][1] + c) if on_u
-                             else column_stride * kr + 6 * G.FORMULAS[f][op][2] + c
-                             for t, kr, f in lanes if G.FORMULAS[f][op][0]}
-                    banks = [0] * 32
-                    for word in words:
-                        banks[word % 32] += 1
-                    total += max(banks)
+    entries = plan.entries
+    for c0 in range(0, len(entries), CHUNK):
+        live = [G.decode(e) for e in entries[c0:c0 + CHUNK] if e]
+        for r0 in range(0, len(live), 32):
+            lanes = live[r0:r0 + 32]
+            for op in range(2):
+                for on_u in (True, False):
+                    for c in range(6):
+                        words = {(u_base + turn_stride * t + 6 * G.FORMULAS[f][op][1] + c)
+                                 if on_u else column_stride * kr + 6 * G.FORMULAS[f][op][2] + c
+                                 for t, kr, f in lanes if G.FORMULAS[f][op][0]}
+                        banks = [0] * 32
+                        for word in words:
+                            banks[word % 32] += 1
+                        total += max(banks)
     return total
 
 
@@ -167,6 +193,7 @@ class Layout:
     k: int  # K's scalars
     head: int
     size: int  # head and work space
+    stage: int = 0  # the memory form: the warps' staging chunks (scalars from the head)
 
 
 def _round_up(n: int, m: int) -> int:
@@ -178,9 +205,14 @@ def _layout(model: RobotModel, turns: int, fd: bool, tile: bool) -> Layout:
     k = k_size(model)
     head = k + (3 * nv ** 2 if fd else 0)
     vectors = TURN_STRIDE * turns
-    work = max(vectors + (4 * nv ** 3 if tile else 0), 4 * nv ** 2 if fd else 0)
     if not tile:
-        return Layout(False, k, head, head + work)
+        # After the turns, a chunk per warp of the team (`grid::idsva_gather_sparse`),
+        # 16-byte aligned in every item (the items at multiples of 4 scalars).
+        stage = _round_up(head + vectors, 4)
+        chunks = CHUNK * (default_team(4 * nv ** 3) // 32)
+        size = max(stage + chunks, head + (4 * nv ** 2 if fd else 0))
+        return Layout(False, k, head, _round_up(size, 4), stage)
+    work = max(vectors + 4 * nv ** 3, 4 * nv ** 2 if fd else 0)
     # The tile moves in 16-byte vectors: every item and its tile at multiples of 4
     # scalars (the head padded); an item size of 4 times an odd number keeps the head's
     # staging free of bank conflicts.
@@ -296,8 +328,9 @@ def _emit_tables(w: Writer, name: str, model: RobotModel, plan: G.Plan,
               f"{len(plan.turns)} turns (ip << 16 | jq), and "
               + ("the tile form's (turn, column) pairs (t << 16 | kr) with the masks of the "
                  "rules whose writes stand." if pairs else
-                 "per entry of the four blocks its two product codes "
-                 "(grid::idsva_gather_entry; 0 for a zero)."))
+                 "the non-zero entries of the four blocks: their two product codes "
+                 "(grid::idsva_gather_entry), slots in their chunk of "
+                 f"{CHUNK} and each chunk's first code (grid::idsva_gather_sparse)."))
     _table(w, "int", f"{name}_parent", [j.parent for j in model.joints])
     _table(w, "int", f"{name}_body_of", G.body_of(model))
     _table(w, "unsigned", f"{name}_turns", [ip << 16 | jq for ip, jq in plan.turns], 12)
@@ -305,8 +338,11 @@ def _emit_tables(w: Writer, name: str, model: RobotModel, plan: G.Plan,
         _table(w, "unsigned", f"{name}_pairs", [t << 16 | kr for t, kr, _ in pairs], 12)
         _table(w, "unsigned", f"{name}_masks", [f"{m:#x}u" for _, _, m in pairs], 12)
     else:
-        _table(w, "unsigned long long", f"{name}_codes",
-               [f"{c:#x}ull" if c else "0" for c in entry_codes(plan)], 8, align=16)
+        codes, slots, chunks = sparse_tables(plan)
+        _table(w, "unsigned long long", f"{name}_codes", [f"{c:#x}ull" for c in codes], 8,
+               align=16)
+        _table(w, "unsigned char", f"{name}_slots", slots, 32)
+        _table(w, "int", f"{name}_chunks", chunks, 16)
     w.line()
 
 
@@ -338,8 +374,8 @@ def _emit_steps(w: Writer, name: str, model: RobotModel, lay: Layout, turns: int
         w.line("sync();")
         if not pairs:
             once = "false" if fd else "true"  # fdsva_so's step 5 reads the blocks back
-            w.line(f"if (live) idsva_gather_entries<T, {once}>({name}_codes, U, K, out, "
-                   f"{width}, rank, team);")
+            w.line(f"if (live) idsva_gather_sparse<T, {once}>({name}_codes, {name}_slots, "
+                   f"{name}_chunks, U, K, out, {width}, rank, team, H + {lay.stage});")
             if fd:
                 w.line("sync();  // the blocks are whole; U is free")
                 _emit_combine(w, model, lay, "out")

@@ -6,9 +6,6 @@
 #          DIR/NAME, and compile probe.cu against each into DIR/probe_NAME (sm_90; ptxas -v
 #          into DIR/ptxas_NAME.log); needs nvcc, not a GPU. Builds run in parallel.
 #          FLOATING=1: the model on a free-flyer root; ALGORITHMS=idsva_so: one of the two.
-#          live_runs.patch (not on main: built, not yet measured) makes the memory form
-#          skip the codes of all-zero runs of four entries; to time it, apply it in a
-#          worktree W (git apply) and build old=main new=W.
 #   time:  run each probe at B = 1,024, 16,384 and 65,536 (DIR/times.txt).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"; repo="$(cd "$here/../../.." && pwd)"

@@ -357,66 +357,91 @@ GRID_HOST_DEVICE inline T idsva_gather_entry(unsigned long long code, const T* U
   return value;
 }
 
-/// Entries `0..n-1` into `out` from their codes (`idsva_gather_entry`) by the threads `rank`
-/// of `team`. On the GPU, where `n` is a multiple of 4 and `out` 16-byte aligned (`codes`
-/// is, as emitted), a thread takes four consecutive entries at a time with two 16-byte
-/// code loads, issued one group ahead: the loads come from L2 (g1's table is 1.4 MB),
-/// and one per entry, waited on before the entry, left the warps stalled on them.
+/// Entries 0..n-1 of the four blocks (the memory form's step 4) by the threads `rank` of
+/// `team`, kIdsvaChunk consecutive entries at a time, only the non-zero ones computed:
+/// chunk c's are `codes[chunks[c] .. chunks[c + 1])` (`idsva_gather_entry`), each at
+/// entry `kIdsvaChunk c + slots[k]`. On the GPU (`team` whole warps, `n` a multiple of 4,
+/// `out` 16-byte aligned) a warp takes a chunk: its lanes compute the chunk's non-zero
+/// entries (g1: 28 of 128 on average) one per lane into the warp's zeroed `stage`
+/// (kIdsvaChunk scalars in shared memory, 16-byte aligned, per warp), then each lane
+/// stores four consecutive entries, so a warp's stores fill whole sectors while its
+/// products are not spent on the structural zeros (each loads 12 or 24 shared scalars).
+/// A lane's code of the warp's next chunk is loaded one chunk ahead (the table is read
+/// through L2). Elsewhere the chunks are zeroed and filled in turn.
 /// `Once`: the entries are final output (`store_once`); fdsva_so reads its blocks back
 /// (its step 5), and streamed there they came back from DRAM (go2: 36% slower).
+constexpr int kIdsvaChunk = 128;
 template <bool Once, typename V>
 GRID_INLINE void idsva_put(V* out, V v) {
   if constexpr (Once) store_once(out, v);
   else *out = v;
 }
 template <bool Once, typename T>
-GRID_INLINE void idsva_gather_store4(T* out, const T* v) {
+GRID_INLINE void idsva_move4(T* out, const T* v) {
   for (int k = 0; k < 4; ++k) idsva_put<Once>(out + k, v[k]);
 }
 #if GRID_IS_CUDA
 template <bool Once>
-GRID_INLINE void idsva_gather_store4(float* out, const float* v) {
-  idsva_put<Once>(reinterpret_cast<float4*>(out), make_float4(v[0], v[1], v[2], v[3]));
+GRID_INLINE void idsva_move4(float* out, const float* v) {
+  idsva_put<Once>(reinterpret_cast<float4*>(out), *reinterpret_cast<const float4*>(v));
 }
 template <bool Once>
-GRID_INLINE void idsva_gather_store4(double* out, const double* v) {
-  idsva_put<Once>(reinterpret_cast<double2*>(out), make_double2(v[0], v[1]));
-  idsva_put<Once>(reinterpret_cast<double2*>(out) + 1, make_double2(v[2], v[3]));
+GRID_INLINE void idsva_move4(double* out, const double* v) {
+  const double2* const w = reinterpret_cast<const double2*>(v);
+  idsva_put<Once>(reinterpret_cast<double2*>(out), w[0]);
+  idsva_put<Once>(reinterpret_cast<double2*>(out) + 1, w[1]);
 }
 #endif
 template <typename T, bool Once>
-GRID_HOST_DEVICE inline void idsva_gather_entries(const unsigned long long* GRID_RESTRICT codes,
-                                                  const T* U, const T* columns,
-                                                  T* GRID_RESTRICT out, int n, int rank,
-                                                  int team) {
+GRID_HOST_DEVICE inline void idsva_gather_sparse(const unsigned long long* GRID_RESTRICT codes,
+                                                 const unsigned char* GRID_RESTRICT slots,
+                                                 const int* GRID_RESTRICT chunks, const T* U,
+                                                 const T* columns, T* GRID_RESTRICT out,
+                                                 int n, int rank, int team,
+                                                 T* GRID_RESTRICT stage) {
+  const int count = (n + kIdsvaChunk - 1) / kIdsvaChunk;
 #if defined(__CUDA_ARCH__)
-  if (n % 4 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0) {
-    const ulonglong2* const pairs = reinterpret_cast<const ulonglong2*>(codes);
-    const int groups = n / 4;
-    ulonglong2 a = make_ulonglong2(0, 0), b = a;
-    if (rank < groups) {
-      a = pairs[2 * rank];
-      b = pairs[2 * rank + 1];
+  if (team % 32 == 0 && n % 4 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0) {
+    const int lane = rank & 31, warps = team >> 5;
+    T* const mine = stage + kIdsvaChunk * (rank >> 5);
+    int c = rank >> 5;
+    int k = 0, end = 0, slot = 0;
+    unsigned long long code = 0ull;
+    if (c < count) {
+      k = chunks[c] + lane;
+      end = chunks[c + 1];
+      if (k < end) code = codes[k], slot = slots[k];
     }
-    for (int g = rank; g < groups; g += team) {
-      ulonglong2 next_a = make_ulonglong2(0, 0), next_b = next_a;
-      if (g + team < groups) {
-        next_a = pairs[2 * (g + team)];
-        next_b = pairs[2 * (g + team) + 1];
+    for (; c < count; c += warps) {
+      int next_k = 0, next_end = 0, next_slot = 0;
+      unsigned long long next_code = 0ull;
+      if (c + warps < count) {
+        next_k = chunks[c + warps] + lane;
+        next_end = chunks[c + warps + 1];
+        if (next_k < next_end) next_code = codes[next_k], next_slot = slots[next_k];
       }
-      const T v[4] = {idsva_gather_entry<T>(a.x, U, columns),
-                      idsva_gather_entry<T>(a.y, U, columns),
-                      idsva_gather_entry<T>(b.x, U, columns),
-                      idsva_gather_entry<T>(b.y, U, columns)};
-      idsva_gather_store4<Once>(out + 4 * g, v);
-      a = next_a;
-      b = next_b;
+      idsva_zero(mine, kIdsvaChunk, lane, 32);
+      __syncwarp();
+      if (k < end) mine[slot] = idsva_gather_entry<T>(code, U, columns);
+      for (int r = k + 32; r < end; r += 32)
+        mine[slots[r]] = idsva_gather_entry<T>(codes[r], U, columns);
+      __syncwarp();
+      const int e = kIdsvaChunk * c + 4 * lane;
+      if (e < n) idsva_move4<Once>(out + e, mine + 4 * lane);
+      __syncwarp();  // the stage is read before the next chunk zeroes it
+      k = next_k, end = next_end, code = next_code, slot = next_slot;
     }
     return;
   }
 #endif
-  for (int e = rank; e < n; e += team)
-    idsva_put<Once>(out + e, idsva_gather_entry<T>(codes[e], U, columns));
+  (void)stage;
+  for (int c = rank; c < count; c += team) {
+    const int first = kIdsvaChunk * c;
+    const int last = first + kIdsvaChunk < n ? first + kIdsvaChunk : n;
+    for (int e = first; e < last; ++e) idsva_put<Once>(out + e, T{});
+    for (int k = chunks[c]; k < chunks[c + 1]; ++k)
+      idsva_put<Once>(out + first + slots[k], idsva_gather_entry<T>(codes[k], U, columns));
+  }
 }
 
 }  // namespace grid

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # One GPU call for issues 13 and 16 (DEADLINE_S, default 540):
-#   1. gather_probe folders built here (`FLOATING=1 run.sh build .gprobe_g1 old=main new=W`
-#      with W = a worktree holding live_runs.patch; the same for go2 into .gprobe_go2;
-#      carry both): each probe at B = 1,024 and 16,384 (go2 also 65,536), and Nsight
-#      Compute on g1's entry kernel at 1,024 (ncu_g1_NAME.txt), while the runtime builds;
-#   2. APPLY_LIVE=1: live_runs.patch applied to this copy, then the gpu-tagged second-order
-#      tests run on it (pytest_so.txt);
+#   1. gather_probe folders .gprobe_ROBOT built here (`FLOATING=1 run.sh build .gprobe_g1
+#      old=COMMIT new=$PWD`; the same for go2, and iiwa14; carry them): each probe at
+#      B = 1,024, 16,384 and 65,536 (g1: not 65,536), and Nsight Compute on g1's entry
+#      kernel at 1,024 (ncu_g1_NAME.txt), while the runtime builds;
+#   2. the gpu-tagged second-order and gradient-variant tests (pytest_so.txt);
 #   3. bench_plant.py --trace --variants for ROBOTS (default iiwa14,go2; BATCHES, default
 #      each robot's own) in the time left.
 # STAGES (default "probes pytest plant") picks the stages; the runtime is built for the
@@ -15,14 +14,13 @@ export GRID_RBD_ROBOT_DATA="${GRID_RBD_ROBOT_DATA:-$repo/.devkit/robots}"
 start=$SECONDS
 deadline=${DEADLINE_S:-540}
 left() { echo $((deadline - SECONDS + start)); }
-[ "${APPLY_LIVE:-0}" = 1 ] && git apply tools/bench/gather_probe/live_runs.patch
 has() { [[ " ${STAGES:-probes pytest plant} " == *" $1 "* ]]; }
 tools/build_core.sh python3 >"$out/core_build.log" 2>&1 &
 core=$!
 has probes && {
-  for robot in g1 go2; do
-    dir=".gprobe_$robot"; [ -d "$dir" ] || continue
-    batches="1024 16384"; [ "$robot" = go2 ] && batches="1024 16384 65536"
+  for dir in .gprobe_*; do
+    robot="${dir#.gprobe_}"; [ -d "$dir" ] || continue
+    batches="1024 16384 65536"; [ "$robot" = g1 ] && batches="1024 16384"
     for b in $batches; do
       for p in "$dir"/probe_*; do echo "== $robot ${p##*/}"; "$p" "$b"; done
     done
