@@ -194,7 +194,7 @@ def bench_robot(robot: str, args: argparse.Namespace) -> list[dict]:
     path, floating = _urdf(robot)
     backend = "torch" if args.device == "cuda" else "numpy"
     # The fused step gradients (the plant profile), fixed base or free-flyer root.
-    profiles = ["core", "plant"] \
+    profiles = [*args.algorithms.split(","), "plant"] \
         + (["second_order"] if args.hessian and not floating else [])
     name = f"{robot}_plant_bench_{args.strategy}"
     handle = grid_rbd.register_robot(name, urdf_path=str(path), floating_base=floating,
@@ -223,8 +223,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20,
                         help="calls per pipelined run (and per --trace profile)")
     parser.add_argument("--strategy", default="auto", choices=("auto", "thread", "warp", "block"),
-                        help="register_robot's strategy= (the FD gradient's; the fused "
-                        "kernels are thread-only)")
+                        help="register_robot's strategy=")
+    parser.add_argument("--algorithms", default="core",
+                        help="what the registration builds besides the plant profile "
+                        "(default: the core profile; the composed rows need "
+                        "forward_dynamics, forward_dynamics_gradient and minv)")
     parser.add_argument("--trace", action="store_true",
                         help="CUDA: list the kernels of each call with their device time")
     parser.add_argument("--variants", action="store_true",

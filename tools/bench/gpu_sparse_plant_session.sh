@@ -3,10 +3,11 @@
 #   1. gather_probe folders .gprobe_ROBOT built here (`FLOATING=1 run.sh build .gprobe_g1
 #      old=COMMIT new=$PWD`; the same for go2, and iiwa14; carry them): each probe at
 #      B = 1,024, 16,384 and 65,536 (g1: not 65,536), and Nsight Compute on g1's entry
-#      kernel at 1,024 (ncu_g1_NAME.txt), while the runtime builds;
+#      kernel at 1,024 for each DIR/NAME of NCU_PROBES (ncu_DIR_NAME.txt), while the
+#      runtime builds;
 #   2. the gpu-tagged second-order and gradient-variant tests (pytest_so.txt);
 #   3. bench_plant.py --trace --variants for ROBOTS (default iiwa14,go2; BATCHES, default
-#      each robot's own) in the time left.
+#      each robot's own; ALGORITHMS, default the core profile) in the time left.
 # STAGES (default "probes pytest plant") picks the stages; the runtime is built for the
 # last two.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh" "${1:-gpu_results}"
@@ -20,18 +21,18 @@ core=$!
 has probes && {
   for dir in .gprobe_*; do
     robot="${dir#.gprobe_}"; [ -d "$dir" ] || continue
-    batches="1024 16384 65536"; [ "$robot" = g1 ] && batches="1024 16384"
+    batches="1024 16384 65536"; [[ "$robot" == g1* ]] && batches="1024 16384"
     for b in $batches; do
       for p in "$dir"/probe_*; do echo "== $robot ${p##*/}"; "$p" "$b"; done
     done
   done
 } >"$out/probe_times.txt" 2>&1
-has probes && for p in ${NCU_PROBES:-old new}; do
-  [ -x ".gprobe_g1/probe_$p" ] || continue
+has probes && for p in ${NCU_PROBES:-g1/old g1/new}; do  # DIR/NAME: .gprobe_DIR/probe_NAME
+  [ -x ".gprobe_${p%/*}/probe_${p#*/}" ] || continue
   timeout 90 ncu --clock-control none -k regex:idsva_so_gather_kernel --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-    --section MemoryWorkloadAnalysis_Tables ".gprobe_g1/probe_$p" 1024 \
-    >"$out/ncu_g1_$p.txt" 2>&1 || echo "ncu $p failed"
+    --section MemoryWorkloadAnalysis_Tables ".gprobe_${p%/*}/probe_${p#*/}" 1024 \
+    >"$out/ncu_${p%/*}_${p#*/}.txt" 2>&1 || echo "ncu $p failed"
 done
 echo "probes done after $((SECONDS - start)) s"
 wait $core || echo "core build failed"
@@ -43,6 +44,7 @@ limit=$(( $(left) - 10 ))
 if has plant && [ "$limit" -gt 30 ]; then
   timeout "$limit" python3 tools/bench/bench_plant.py --device cuda --trace --variants \
     --robots "${ROBOTS:-iiwa14,go2}" ${BATCHES:+--batches "$BATCHES"} \
+    ${ALGORITHMS:+--algorithms "$ALGORITHMS"} \
     --out "$out/plant.json" >"$out/plant.log" 2>&1 \
     || echo "bench_plant stopped (rc $?)"
 fi
