@@ -202,13 +202,14 @@ def test_the_product_codes_give_the_gather_values(robot):
     # The memory form's tables (grid::idsva_gather_sparse) replayed: every non-zero code
     # at its entry, zeros elsewhere.
     sparse, slots, chunks = E.sparse_tables(plan)
-    assert len(chunks) == -(-len(codes) // E.CHUNK) + 1 and chunks[-1] == len(sparse)
+    chunk = E.chunk_of(len(codes))
+    assert len(chunks) == -(-len(codes) // chunk) + 1 and chunks[-1] == len(sparse)
     replayed = [0] * len(codes)
     for c in range(len(chunks) - 1):
         assert chunks[c] <= chunks[c + 1]
         for k in range(chunks[c], chunks[c + 1]):
-            assert 0 <= slots[k] < E.CHUNK and replayed[E.CHUNK * c + slots[k]] == 0
-            replayed[E.CHUNK * c + slots[k]] = sparse[k]
+            assert 0 <= slots[k] < chunk and replayed[chunk * c + slots[k]] == 0
+            replayed[chunk * c + slots[k]] = sparse[k]
     assert replayed == codes
 
 
@@ -291,4 +292,4 @@ def test_only_final_entries_stream(robot):
             assert "idsva_copy(out, tile" in text and "idsva_gather_sparse" not in text
             assert text.index("idsva_copy(out, tile") > text.rindex("sync();")
         else:
-            assert f"idsva_gather_sparse<T, {'false' if fd else 'true'}>(" in text
+            assert f"idsva_gather_sparse<T, {'false' if fd else 'true'}, " in text

@@ -13,13 +13,14 @@ leaves the chip idle (g1 at B = 1,024: 1,024 threads). Here a team shares an ite
    of the 52 components per thread);
 3. one turn of the sweep per thread: its eight vectors into `U` (`idsva_turn_vectors`);
 4. every entry of the four blocks, in one of two forms:
-   - *memory order* (go2, g1, every item larger than a warp's): a warp takes CHUNK
-     consecutive entries at a time; its lanes compute the chunk's non-zero entries (a
-     per-robot code names each one's one or two products, `grid::idsva_gather_entry`;
-     12 or 24 shared scalars loaded per entry) into the warp's zeroed stage in shared
-     memory, then store the chunk four consecutive entries a lane
-     (`grid::idsva_gather_sparse`), so a warp's stores fill whole sectors and the
-     structural zeros (78% of g1's entries) cost a store each but no products;
+   - *memory order* (go2, g1, every item larger than a warp's): a warp takes 128
+     consecutive entries at a time (32 where an item is one warp's, `chunk_of`); its
+     lanes compute the chunk's non-zero entries (a per-robot code names each one's one
+     or two products, `grid::idsva_gather_entry`; 12 or 24 shared scalars loaded per
+     entry) into the warp's zeroed stage in shared memory, then store the chunk four
+     consecutive entries a lane (`grid::idsva_gather_sparse`), so a warp's stores fill
+     whole sectors and the structural zeros (78% of g1's entries) cost a store each but
+     no products;
    - *tile* (a warp per item whose block of items and output tiles fits in shared
      memory: iiwa14): one thread per (turn, column) pair loads the turn's 48 and the
      column's 24 scalars once into registers, evaluates the sixteen formulas and writes
@@ -85,8 +86,11 @@ BLOCK = 256
 REGISTERS = 128
 """The second kernel's register cap (its launch bounds)."""
 
-CHUNK = 128
-"""Consecutive entries a warp takes at a time in the memory form (`grid::kIdsvaChunk`)."""
+def chunk_of(entries: int) -> int:
+    """Consecutive entries a warp takes at a time in the memory form (`Chunk` of
+    `grid::idsva_gather_sparse`): 128, or 32 for an item of one warp (whose block holds
+    BLOCK / 32 items, each with its stage)."""
+    return 128 if default_team(entries) > 32 else 32
 
 FORWARD_BLOCK = 128
 
@@ -124,16 +128,17 @@ def product_code(sign: int, turn: int, vector: int, column: int, motion: int) ->
 
 def sparse_tables(plan: G.Plan) -> tuple[list[int], list[int], list[int]]:
     """The memory form's tables (`grid::idsva_gather_sparse`): the codes of the non-zero
-    entries in memory order, each one's slot in its chunk of CHUNK entries, and where each
+    entries in memory order, each one's slot in its chunk (`chunk_of`), and where each
     chunk's codes start (one more for the end)."""
+    chunk = chunk_of(len(plan.entries))
     codes, slots, chunks = [], [], []
     for e, code in enumerate(entry_codes(plan)):
-        while len(chunks) <= e // CHUNK:
+        while len(chunks) <= e // chunk:
             chunks.append(len(codes))
         if code:
             codes.append(code)
-            slots.append(e % CHUNK)
-    while len(chunks) <= -(-len(plan.entries) // CHUNK):
+            slots.append(e % chunk)
+    while len(chunks) <= -(-len(plan.entries) // chunk):
         chunks.append(len(codes))
     return codes, slots, chunks
 
@@ -159,8 +164,9 @@ def bank_wavefronts(model: RobotModel, plan: G.Plan, column_stride: int = COLUMN
     total = 0
     u_base = column_stride * model.nv + 52 * model.nb
     entries = plan.entries
-    for c0 in range(0, len(entries), CHUNK):
-        live = [G.decode(e) for e in entries[c0:c0 + CHUNK] if e]
+    chunk = chunk_of(len(entries))
+    for c0 in range(0, len(entries), chunk):
+        live = [G.decode(e) for e in entries[c0:c0 + chunk] if e]
         for r0 in range(0, len(live), 32):
             lanes = live[r0:r0 + 32]
             for op in range(2):
@@ -209,7 +215,7 @@ def _layout(model: RobotModel, turns: int, fd: bool, tile: bool) -> Layout:
         # After the turns, a chunk per warp of the team (`grid::idsva_gather_sparse`),
         # 16-byte aligned in every item (the items at multiples of 4 scalars).
         stage = _round_up(head + vectors, 4)
-        chunks = CHUNK * (default_team(4 * nv ** 3) // 32)
+        chunks = chunk_of(4 * nv ** 3) * (default_team(4 * nv ** 3) // 32)
         size = max(stage + chunks, head + (4 * nv ** 2 if fd else 0))
         return Layout(False, k, head, _round_up(size, 4), stage)
     work = max(vectors + 4 * nv ** 3, 4 * nv ** 2 if fd else 0)
@@ -247,7 +253,9 @@ def applicable(model: RobotModel, algorithm: Algorithm, strategy: str,
     turns = len(G.plan(model).turns)
     if TURN_STRIDE * turns > 0xffff - 48 or COLUMN_STRIDE * model.nv > 0x3fff - 24:
         return False  # beyond the product codes' offsets
-    return 8 * layout(model, fd, turns).size <= MAX_SHARED_BYTES
+    # An item, and a block's tile of them, in float64.
+    size = 8 * layout(model, fd, turns).size
+    return size <= MAX_SHARED_BYTES and size * tile_of(4 * model.nv ** 3) <= TILE_SHARED_BYTES
 
 
 def default_team(entries: int) -> int:
@@ -329,8 +337,8 @@ def _emit_tables(w: Writer, name: str, model: RobotModel, plan: G.Plan,
               + ("the tile form's (turn, column) pairs (t << 16 | kr) with the masks of the "
                  "rules whose writes stand." if pairs else
                  "the non-zero entries of the four blocks: their two product codes "
-                 "(grid::idsva_gather_entry), slots in their chunk of "
-                 f"{CHUNK} and each chunk's first code (grid::idsva_gather_sparse)."))
+                 "(grid::idsva_gather_entry), slots in their chunk "
+                 "and each chunk's first code (grid::idsva_gather_sparse)."))
     _table(w, "int", f"{name}_parent", [j.parent for j in model.joints])
     _table(w, "int", f"{name}_body_of", G.body_of(model))
     _table(w, "unsigned", f"{name}_turns", [ip << 16 | jq for ip, jq in plan.turns], 12)
@@ -374,7 +382,8 @@ def _emit_steps(w: Writer, name: str, model: RobotModel, lay: Layout, turns: int
         w.line("sync();")
         if not pairs:
             once = "false" if fd else "true"  # fdsva_so's step 5 reads the blocks back
-            w.line(f"if (live) idsva_gather_sparse<T, {once}>({name}_codes, {name}_slots, "
+            w.line(f"if (live) idsva_gather_sparse<T, {once}, {chunk_of(width)}>("
+                   f"{name}_codes, {name}_slots, "
                    f"{name}_chunks, U, K, out, {width}, rank, team, H + {lay.stage});")
             if fd:
                 w.line("sync();  // the blocks are whole; U is free")

@@ -358,13 +358,14 @@ GRID_HOST_DEVICE inline T idsva_gather_entry(unsigned long long code, const T* U
 }
 
 /// Entries 0..n-1 of the four blocks (the memory form's step 4) by the threads `rank` of
-/// `team`, kIdsvaChunk consecutive entries at a time, only the non-zero ones computed:
-/// chunk c's are `codes[chunks[c] .. chunks[c + 1])` (`idsva_gather_entry`), each at
-/// entry `kIdsvaChunk c + slots[k]`. On the GPU (`team` whole warps, `n` a multiple of 4,
-/// `out` 16-byte aligned) a warp takes a chunk: its lanes compute the chunk's non-zero
-/// entries (g1: 28 of 128 on average) one per lane into the warp's zeroed `stage`
-/// (kIdsvaChunk scalars in shared memory, 16-byte aligned, per warp), then each lane
-/// stores four consecutive entries, so a warp's stores fill whole sectors while its
+/// `team`, `Chunk` consecutive entries at a time (a multiple of 4 up to 128), only the
+/// non-zero ones computed: chunk c's are `codes[chunks[c] .. chunks[c + 1])`
+/// (`idsva_gather_entry`), each at entry `Chunk c + slots[k]`. On the GPU (`team` whole
+/// warps, `n` a multiple of 4, `out` 16-byte aligned) a warp takes a chunk: its lanes
+/// compute the chunk's non-zero entries (g1: 28 of 128 on average) one per lane into the
+/// warp's zeroed `stage` (`Chunk` scalars in shared memory, 16-byte aligned, per warp),
+/// then lanes store four consecutive entries each, so a warp's stores fill whole sectors
+/// while its
 /// products are not spent on the structural zeros (each loads 12 or 24 shared scalars).
 /// A lane's code of the warp's next chunk is loaded one chunk ahead (the table is read
 /// through L2). Elsewhere the chunks are zeroed and filled in turn. Out of line: inlined
@@ -372,7 +373,6 @@ GRID_HOST_DEVICE inline T idsva_gather_entry(unsigned long long code, const T* U
 /// 8.3 M local spill requests against 0.6 M), the caller's live values are saved once.
 /// `Once`: the entries are final output (`store_once`); fdsva_so reads its blocks back
 /// (its step 5), and streamed there they came back from DRAM (go2: 36% slower).
-constexpr int kIdsvaChunk = 128;
 template <bool Once, typename V>
 GRID_INLINE void idsva_put(V* out, V v) {
   if constexpr (Once) store_once(out, v);
@@ -394,18 +394,18 @@ GRID_INLINE void idsva_move4(double* out, const double* v) {
   idsva_put<Once>(reinterpret_cast<double2*>(out) + 1, w[1]);
 }
 #endif
-template <typename T, bool Once>
+template <typename T, bool Once, int Chunk>
 GRID_NOINLINE void idsva_gather_sparse(const unsigned long long* GRID_RESTRICT codes,
                                                  const unsigned char* GRID_RESTRICT slots,
                                                  const int* GRID_RESTRICT chunks, const T* U,
                                                  const T* columns, T* GRID_RESTRICT out,
                                                  int n, int rank, int team,
                                                  T* GRID_RESTRICT stage) {
-  const int count = (n + kIdsvaChunk - 1) / kIdsvaChunk;
+  const int count = (n + Chunk - 1) / Chunk;
 #if defined(__CUDA_ARCH__)
   if (team % 32 == 0 && n % 4 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0) {
     const int lane = rank & 31, warps = team >> 5;
-    T* const mine = stage + kIdsvaChunk * (rank >> 5);
+    T* const mine = stage + Chunk * (rank >> 5);
     int c = rank >> 5;
     int k = 0, end = 0, slot = 0;
     unsigned long long code = 0ull;
@@ -422,14 +422,14 @@ GRID_NOINLINE void idsva_gather_sparse(const unsigned long long* GRID_RESTRICT c
         next_end = chunks[c + warps + 1];
         if (next_k < next_end) next_code = codes[next_k], next_slot = slots[next_k];
       }
-      idsva_zero(mine, kIdsvaChunk, lane, 32);
+      idsva_zero(mine, Chunk, lane, 32);
       __syncwarp();
       if (k < end) mine[slot] = idsva_gather_entry<T>(code, U, columns);
       for (int r = k + 32; r < end; r += 32)
         mine[slots[r]] = idsva_gather_entry<T>(codes[r], U, columns);
       __syncwarp();
-      const int e = kIdsvaChunk * c + 4 * lane;
-      if (e < n) idsva_move4<Once>(out + e, mine + 4 * lane);
+      for (int o = 4 * lane; o < Chunk; o += 128)
+        if (Chunk * c + o < n) idsva_move4<Once>(out + Chunk * c + o, mine + o);
       __syncwarp();  // the stage is read before the next chunk zeroes it
       k = next_k, end = next_end, code = next_code, slot = next_slot;
     }
@@ -438,8 +438,8 @@ GRID_NOINLINE void idsva_gather_sparse(const unsigned long long* GRID_RESTRICT c
 #endif
   (void)stage;
   for (int c = rank; c < count; c += team) {
-    const int first = kIdsvaChunk * c;
-    const int last = first + kIdsvaChunk < n ? first + kIdsvaChunk : n;
+    const int first = Chunk * c;
+    const int last = first + Chunk < n ? first + Chunk : n;
     for (int e = first; e < last; ++e) idsva_put<Once>(out + e, T{});
     for (int k = chunks[c]; k < chunks[c + 1]; ++k)
       idsva_put<Once>(out + first + slots[k], idsva_gather_entry<T>(codes[k], U, columns));
