@@ -132,3 +132,34 @@ def test_gpu_joint_dynamics_every_strategy(tmp_path, dtype):
             runtime_joint_dynamics=True, friction_model="tanh", friction_width=0.3,
             strategy=strategy)
         _edit_and_check(h, tol)
+
+
+@pytest.mark.parametrize("integrator", ["euler", "semi_implicit_euler"])
+def test_fused_step_gradients_follow_the_joint_dynamics(store, integrator):
+    """The plant profile's fused step gradient on a build with joint dynamics (damping and
+    tanh friction from the run-time table): every variant of the kernel (thread and the
+    level forms of emit.plant_level; the tangents form is not built with joint dynamics)
+    against the reference with the same joint dynamics, which differs from the one
+    without them."""
+    h = grid_rbd.register_robot(
+        "iiwa_jd_plant", urdf_string=iiwa_urdf(DAMPING, FRICTION), dtype="float64",
+        algorithm_list=["plant"], device="cpu", cache_dir=store,
+        runtime_joint_dynamics=True, friction_model="tanh", friction_width=0.3)
+    model = model_of()
+    s = random_states(model, 6, seed=11, max_velocity=2.0)
+    ref, plain = reference(model, "tanh", 0.3)
+    x = np.concatenate([s.q, s.qd], axis=1)
+    want = ref.plant_step_gradient(x, s.u, 0.01, integrator)
+    assert scaled_error(plain.plant_step_gradient(x, s.u, 0.01, integrator), want) > 1e-4
+    kernel = f"plant_step_gradient_{integrator}"
+    ctx = h.context()
+    try:
+        variants = tuple(ctx.variants(kernel))
+        assert {"thread", "warp", "block"} <= set(variants), variants
+        for variant in variants:
+            ctx.set_variant_for(kernel, variant)
+            error = scaled_error(ctx.plant_step_gradient(x, s.u, 0.01, integrator), want)
+            assert error < 1e-9, (variant, error)
+    finally:
+        ctx.close()
+        h.close()
