@@ -78,17 +78,20 @@ def plant_step_gradient(integrator: str) -> Callable[[EmitContext], AlgorithmSpe
                     emit_straight_line(w, _chart_jacobians, [[f"xi[{k}]" for k in range(6)]],
                                        "J")
 
+        # dof -> (its free flyer's index, the flyer's first dof), for the flyers' rows
+        flyer_of = {o + a: (f, o) for f, o in enumerate(flyers) for a in range(6)}
+
         def position(r: int) -> str:
             """Entry `(r, j)` of `dq'/dz` in lane `j` (`V<k>`: the velocity rows)."""
-            for f, o in enumerate(flyers):
-                if o <= r < o + 6:
-                    a, J = r - o, chart.at(f)
-                    own = f"(j >= {o} && j < {o + 6} ? {J}[{6 * a} - {o} + j] : T(0))"
-                    if semi:
-                        terms = " + ".join(f"{J}[{36 + 6 * a + b}] * V{o + b}" for b in range(6))
-                        return f"{own} + h * ({terms})"
-                    return (f"{own} + (j >= {nv + o} && j < {nv + o + 6} ? "
-                            f"h * {J}[{36 + 6 * a} - {nv + o} + j] : T(0))")
+            if r in flyer_of:
+                f, o = flyer_of[r]
+                a, J = r - o, chart.at(f)
+                own = f"(j >= {o} && j < {o + 6} ? {J}[{6 * a} - {o} + j] : T(0))"
+                if semi:
+                    terms = " + ".join(f"{J}[{36 + 6 * a + b}] * V{o + b}" for b in range(6))
+                    return f"{own} + h * ({terms})"
+                return (f"{own} + (j >= {nv + o} && j < {nv + o + 6} ? "
+                        f"h * {J}[{36 + 6 * a} - {nv + o} + j] : T(0))")
             if semi:
                 return f"(j == {r} ? T(1) : T(0)) + h * V{r}"
             return f"(j == {r} ? T(1) : T(0)) + (j == {nv + r} ? h : T(0))"
@@ -103,17 +106,15 @@ def plant_step_gradient(integrator: str) -> Callable[[EmitContext], AlgorithmSpe
                 w.line(f"{u['k']} = in_u[k];")
             s.barrier(w)
             emit_fd_gradient_passes(ctx, w, L, None, charts if flyers else None)
-            ends = {o + 5: o for o in flyers}  # a free flyer's rows once its V are known
-
             def store(r: int, v: str) -> list[str]:
-                """Column `j`'s rows of dof `r` as soon as `x_r` is solved (registers)."""
+                """Column `j`'s rows of dof `r` as soon as `x_r` is solved (registers); a
+                free flyer's six position rows once its last velocity row is."""
                 rows = [f"const T V{r} = h * {v} + (j == {nv + r} ? T(1) : T(0));",
                         f"out[{(nv + r) * n3} + j] = V{r};"]
-                if not any(o <= r < o + 6 for o in flyers):
+                if r not in flyer_of:
                     rows.append(f"out[{r * n3} + j] = {position(r)};")
-                if r in ends:
-                    rows += [f"out[{k * n3} + j] = {position(k)};"
-                             for k in range(ends[r], r + 1)]
+                elif r == flyer_of[r][1] + 5:
+                    rows += [f"out[{k * n3} + j] = {position(k)};" for k in range(r - 5, r + 1)]
                 return rows
 
             with s.parallel(w, "j", n3):  # column j of the output on one lane
