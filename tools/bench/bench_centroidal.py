@@ -119,6 +119,17 @@ def _device_kernels(fn: Any, calls: int) -> list[dict]:
     return sorted(kernels, key=lambda k: -k["us_per_call"])
 
 
+def exit_after_trace(traced: bool) -> None:
+    """Leave without the interpreter's teardown once the results are written when the
+    profiler ran: torch's CUPTI teardown frees activity buffers CUPTI still owns and the
+    process then aborts at exit with "double free or corruption" (pytorch/pytorch#195207;
+    seen on 2026-12-02, 12-05 and 12-06 after --trace runs only, never without)."""
+    if traced:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
 def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
                 profile: str = "centroidal", batch: int | None = None,
                 algorithms: tuple[str, ...] = (), trace: bool = False,
@@ -220,6 +231,7 @@ def main() -> None:
                             args.batch, tuple(a for a in args.algorithms.split(",") if a),
                             args.trace, args.variant)
     write_rows(args.out, rows, threads=args.threads or os.cpu_count())
+    exit_after_trace(args.trace)
 
 
 if __name__ == "__main__":

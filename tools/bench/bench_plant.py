@@ -52,6 +52,7 @@ from bench_centroidal import (  # noqa: E402
     _pipelined_seconds,
     _states,
     _urdf,
+    exit_after_trace,
 )
 from sidebyside_common import write_rows  # noqa: E402
 
@@ -247,6 +248,7 @@ def main() -> None:
     for robot in args.robots.split(","):
         rows += bench_robot(robot, args)
     write_rows(args.out, rows, command=" ".join(sys.argv))
+    exit_after_trace(args.trace)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 #   1. gather_probe folders .gprobe_ROBOT built here (`FLOATING=1 run.sh build .gprobe_g1
 #      old=COMMIT new=$PWD`; the same for go2, and iiwa14; carry them): each probe at
 #      B = 1,024, 16,384 and 65,536 (g1: not 65,536), and Nsight Compute on g1's entry
-#      kernel at 1,024 for each DIR/NAME of NCU_PROBES (ncu_DIR_NAME.txt), while the
+#      kernel at NCU_BATCH (default 1,024) for each DIR/NAME of NCU_PROBES
+#      (ncu_DIR_NAME.txt), while the
 #      runtime builds;
 #   2. the gpu-tagged second-order and gradient-variant tests (pytest_so.txt);
 #   3. bench_plant.py --trace --variants for ROBOTS (default iiwa14,go2; BATCHES, default
@@ -31,7 +32,7 @@ has probes && for p in ${NCU_PROBES:-g1/old g1/new}; do  # DIR/NAME: .gprobe_DIR
   [ -x ".gprobe_${p%/*}/probe_${p#*/}" ] || continue
   timeout 90 ncu --clock-control none -k regex:idsva_so_gather_kernel --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-    --section MemoryWorkloadAnalysis_Tables ".gprobe_${p%/*}/probe_${p#*/}" 1024 \
+    --section MemoryWorkloadAnalysis_Tables ".gprobe_${p%/*}/probe_${p#*/}" "${NCU_BATCH:-1024}" \
     >"$out/ncu_${p%/*}_${p#*/}.txt" 2>&1 || echo "ncu $p failed"
 done
 echo "probes done after $((SECONDS - start)) s"
