@@ -363,9 +363,12 @@ def _emit_steps(w: Writer, name: str, model: RobotModel, lay: Layout, turns: int
           "`H` the item's head, `U` its work space, `out` its output; `sync` runs between\n"
           "the steps (a block barrier on the GPU), also where `live` is false.")
     w.line("template <typename T, typename Sync>")
-    # Out of line: inlined into the gather kernel (128 registers) its loops spilled; g1
-    # ptxas 308 -> 48 B of spill stores, Nsight 1.8 M -> 0.12 M local requests at 1,024.
-    with w.block(f"GRID_NOINLINE void {name}_steps(T* GRID_RESTRICT H, "
+    # The memory form's steps out of line: inlined into the gather kernel (128 registers)
+    # its loops spilled (g1: 308 -> 48 B of spill stores, Nsight 1.8 M -> 0.12 M local
+    # requests at 1,024). The tile form stays inline: out of line the call saved its
+    # registers to the stack (iiwa14: 5.5 M local requests, 458 -> 477 us at 65,536).
+    linkage = "GRID_HOST_DEVICE inline" if pairs else "GRID_NOINLINE"
+    with w.block(f"{linkage} void {name}_steps(T* GRID_RESTRICT H, "
                  "T* GRID_RESTRICT U, T* GRID_RESTRICT out, int rank, int team, bool live, "
                  "Sync sync)"):
         w.line("T* const K = H;")
@@ -576,8 +579,10 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
             with w.block("else if (j < count && rank == 0)"):
                 w.line(f"{name}_head_alone<T>(args, (size_t)(first + j), H);")
             w.line("__syncthreads();  // the heads are in place")
+            # An item of one warp (launch_ always passes kTeam) syncs its warp alone.
+            sync = "idsva_warp_sync" if default_team(width) == 32 else "idsva_block_sync"
             w.line(f"{name}_steps<T>(H, H + layout_{name}::kHead, tile_out + (size_t)j * "
-                   f"{width}, rank, team, j < count, idsva_block_sync{{}});")
+                   f"{width}, rank, team, j < count, {sync}{{}});")
             w.line("__syncthreads();  // the next tile reuses the scratch")
     w.line("#endif")
     w.line()

@@ -262,6 +262,15 @@ struct idsva_block_sync {
 #endif
   }
 };
+/// The same where an item's team is one warp: the warp's own barrier, so that the block's
+/// items do not wait for each other between steps.
+struct idsva_warp_sync {
+  GRID_INLINE void operator()() const {
+#if defined(__CUDA_ARCH__)
+    __syncwarp();
+#endif
+  }
+};
 struct idsva_no_sync {
   GRID_INLINE void operator()() const {}
 };
