@@ -2,10 +2,9 @@
 # One GPU call for issues 13 and 16 (DEADLINE_S, default 540):
 #   1. gather_probe folders .gprobe_ROBOT built here (`FLOATING=1 run.sh build .gprobe_g1
 #      old=COMMIT new=$PWD`; the same for go2, and iiwa14; carry them): each probe at
-#      B = 1,024, 16,384 and 65,536 (g1: not 65,536), and Nsight Compute on g1's entry
-#      kernel at NCU_BATCH (default 1,024) for each DIR/NAME of NCU_PROBES
-#      (ncu_DIR_NAME.txt), while the
-#      runtime builds;
+#      B = 1,024, 16,384 and 65,536 (g1: not 65,536), and Nsight Compute on the entry
+#      kernel of each DIR/NAME of NCU_PROBES (.gprobe_DIR/probe_NAME; default g1/old
+#      g1/new) at NCU_BATCH (default 1,024) into ncu_DIR_NAME.txt, while the runtime builds;
 #   2. the gpu-tagged second-order and gradient-variant tests (pytest_so.txt);
 #   3. bench_plant.py --trace --variants for ROBOTS (default iiwa14,go2; BATCHES, default
 #      each robot's own; ALGORITHMS, default the core profile) in the time left.

@@ -86,11 +86,16 @@ BLOCK = 256
 REGISTERS = 128
 """The second kernel's register cap (its launch bounds)."""
 
+def one_warp(entries: int) -> bool:
+    """Whether an item's team is one warp (`default_team`): BLOCK / 32 items a block, each
+    with a stage of `chunk_of` scalars, whose steps wait on their warp's barrier alone."""
+    return default_team(entries) == 32
+
+
 def chunk_of(entries: int) -> int:
     """Consecutive entries a warp takes at a time in the memory form (`Chunk` of
-    `grid::idsva_gather_sparse`): 128, or 32 for an item of one warp (whose block holds
-    BLOCK / 32 items, each with its stage)."""
-    return 128 if default_team(entries) > 32 else 32
+    `grid::idsva_gather_sparse`): 128, or 32 for an item of one warp."""
+    return 32 if one_warp(entries) else 128
 
 FORWARD_BLOCK = 128
 
@@ -579,8 +584,8 @@ def emit_variant(w: Writer, model: RobotModel, algorithm: Algorithm, dims: Dims,
             with w.block("else if (j < count && rank == 0)"):
                 w.line(f"{name}_head_alone<T>(args, (size_t)(first + j), H);")
             w.line("__syncthreads();  // the heads are in place")
-            # An item of one warp (launch_ always passes kTeam) syncs its warp alone.
-            sync = "idsva_warp_sync" if default_team(width) == 32 else "idsva_block_sync"
+            # (launch_ always passes kTeam, the team `one_warp` asks about)
+            sync = "idsva_warp_sync" if one_warp(width) else "idsva_block_sync"
             w.line(f"{name}_steps<T>(H, H + layout_{name}::kHead, tile_out + (size_t)j * "
                    f"{width}, rank, team, j < count, {sync}{{}});")
             w.line("__syncthreads();  // the next tile reuses the scratch")
@@ -694,5 +699,6 @@ def lane_ops(model: RobotModel, width: int, fd: bool) -> int:
     return 800 * -(-turns // team) + (40 * width + combine) // team
 
 
-__all__ = ["ALGORITHMS", "BLOCK", "MAX_ENTRIES", "applicable", "build_head_items",
-           "default_team", "emit_variant", "k_size", "lane_ops", "layout", "tile_of"]
+__all__ = ["ALGORITHMS", "BLOCK", "MAX_ENTRIES", "applicable", "build_head_items", "chunk_of",
+           "default_team", "emit_variant", "k_size", "lane_ops", "layout", "one_warp",
+           "tile_of"]

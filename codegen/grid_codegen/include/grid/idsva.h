@@ -366,22 +366,9 @@ GRID_HOST_DEVICE inline T idsva_gather_entry(unsigned long long code, const T* U
   return value;
 }
 
-/// Entries 0..n-1 of the four blocks (the memory form's step 4) by the threads `rank` of
-/// `team`, `Chunk` consecutive entries at a time (a multiple of 4 up to 128), only the
-/// non-zero ones computed: chunk c's are `codes[chunks[c] .. chunks[c + 1])`
-/// (`idsva_gather_entry`), each at entry `Chunk c + slots[k]`. On the GPU (`team` whole
-/// warps, `n` a multiple of 4, `out` 16-byte aligned) a warp takes a chunk: its lanes
-/// compute the chunk's non-zero entries (g1: 28 of 128 on average) one per lane into the
-/// warp's zeroed `stage` (`Chunk` scalars in shared memory, 16-byte aligned, per warp),
-/// then lanes store four consecutive entries each, so a warp's stores fill whole sectors
-/// while its
-/// products are not spent on the structural zeros (each loads 12 or 24 shared scalars).
-/// A lane's code of the warp's next chunk is loaded one chunk ahead (the table is read
-/// through L2). Elsewhere the chunks are zeroed and filled in turn. Out of line: inlined
-/// in the gather kernel (128 registers) its loop spilled (Nsight Compute, g1 at 1,024:
-/// 8.3 M local spill requests against 0.6 M), the caller's live values are saved once.
-/// `Once`: the entries are final output (`store_once`); fdsva_so reads its blocks back
-/// (its step 5), and streamed there they came back from DRAM (go2: 36% slower).
+/// `Once` (of `idsva_gather_sparse`): the entries are final output (`store_once`);
+/// fdsva_so reads its blocks back (its step 5), and streamed there they came back from
+/// DRAM (go2: 36% slower).
 template <bool Once, typename V>
 GRID_INLINE void idsva_put(V* out, V v) {
   if constexpr (Once) store_once(out, v);
@@ -403,13 +390,26 @@ GRID_INLINE void idsva_move4(double* out, const double* v) {
   idsva_put<Once>(reinterpret_cast<double2*>(out) + 1, w[1]);
 }
 #endif
+/// Entries 0..n-1 of the four blocks (the memory form's step 4) by the threads `rank` of
+/// `team`, `Chunk` consecutive entries at a time (a multiple of 4 up to 128), only the
+/// non-zero ones computed: chunk c's are `codes[chunks[c] .. chunks[c + 1])`
+/// (`idsva_gather_entry`), each at entry `Chunk c + slots[k]`. On the GPU (`team` whole
+/// warps, `n` a multiple of 4, `out` 16-byte aligned) a warp takes a chunk: its lanes
+/// compute the chunk's non-zero entries (g1: 28 of 128 on average) one per lane into the
+/// warp's zeroed `stage` (`Chunk` scalars in shared memory, 16-byte aligned, per warp),
+/// then lanes store four consecutive entries each, so a warp's stores fill whole sectors
+/// while its products are not spent on the structural zeros (each loads 12 or 24 shared
+/// scalars). A lane's code of the warp's next chunk is loaded one chunk ahead (the table
+/// is read through L2). Elsewhere the chunks are zeroed and filled in turn. Out of line:
+/// inlined in the gather kernel (128 registers) its loop spilled (Nsight Compute, g1 at
+/// 1,024: 8.3 M local spill requests against 0.6 M); the caller's live values are saved
+/// once.
 template <typename T, bool Once, int Chunk>
 GRID_NOINLINE void idsva_gather_sparse(const unsigned long long* GRID_RESTRICT codes,
-                                                 const unsigned char* GRID_RESTRICT slots,
-                                                 const int* GRID_RESTRICT chunks, const T* U,
-                                                 const T* columns, T* GRID_RESTRICT out,
-                                                 int n, int rank, int team,
-                                                 T* GRID_RESTRICT stage) {
+                                       const unsigned char* GRID_RESTRICT slots,
+                                       const int* GRID_RESTRICT chunks, const T* U,
+                                       const T* columns, T* GRID_RESTRICT out, int n,
+                                       int rank, int team, T* GRID_RESTRICT stage) {
   const int count = (n + Chunk - 1) / Chunk;
 #if defined(__CUDA_ARCH__)
   if (team % 32 == 0 && n % 4 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0) {
