@@ -3,8 +3,9 @@
 #   1. gather_probe folders .gprobe_ROBOT built here (`FLOATING=1 run.sh build .gprobe_g1
 #      old=COMMIT new=$PWD`; the same for go2, and iiwa14; carry them): each probe at
 #      B = 1,024, 16,384 and 65,536 (g1: not 65,536), and Nsight Compute on the entry
-#      kernel of each DIR/NAME of NCU_PROBES (.gprobe_DIR/probe_NAME; default g1/old
-#      g1/new) at NCU_BATCH (default 1,024) into ncu_DIR_NAME.txt, while the runtime builds;
+#      kernel (NCU_KERNEL, a regex; default idsva_so_gather_kernel) of each DIR/NAME of
+#      NCU_PROBES (.gprobe_DIR/probe_NAME; default g1/old g1/new) at NCU_BATCH (default
+#      1,024) into ncu_DIR_NAME.txt, while the runtime builds;
 #   2. the gpu-tagged second-order and gradient-variant tests (pytest_so.txt);
 #   3. bench_plant.py --trace --variants for ROBOTS (default iiwa14,go2; BATCHES, default
 #      each robot's own; ALGORITHMS, default the core profile) in the time left.
@@ -29,9 +30,10 @@ has probes && {
 } >"$out/probe_times.txt" 2>&1
 has probes && for p in ${NCU_PROBES:-g1/old g1/new}; do  # DIR/NAME: .gprobe_DIR/probe_NAME
   [ -x ".gprobe_${p%/*}/probe_${p#*/}" ] || continue
-  timeout 90 ncu --clock-control none -k regex:idsva_so_gather_kernel --launch-count 1 \
+  timeout 90 ncu --clock-control none -k "regex:${NCU_KERNEL:-idsva_so_gather_kernel}" --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-    --section MemoryWorkloadAnalysis_Tables ".gprobe_${p%/*}/probe_${p#*/}" "${NCU_BATCH:-1024}" \
+    --section MemoryWorkloadAnalysis_Tables --section SchedulerStats --section Occupancy \
+    ".gprobe_${p%/*}/probe_${p#*/}" "${NCU_BATCH:-1024}" \
     >"$out/ncu_${p%/*}_${p#*/}.txt" 2>&1 || echo "ncu $p failed"
 done
 echo "probes done after $((SECONDS - start)) s"

@@ -78,6 +78,18 @@ int main(int argc, char** argv) {
   configure_idsva_so_gather<float>();
   configure_idsva_so_thread<float>();
   MEASURE(idsva_so);
+  {  // The first kernel alone: warm (launched back to back, its code and inputs in L2)
+     // and cold (after the write bound's fill has streamed the output through L2).
+    const int tile = layout_idsva_so_gather::kTile, groups = layout_idsva_so_gather::kHeadGroups;
+    const size_t whole = size_t(B) / tile * tile;
+    const size_t lanes = groups > 1 ? (whole + 31) / 32 * 32 : whole;
+    const int blocks = int((lanes * groups + 127) / 128);
+    auto head = [&] { idsva_so_gather_head_kernel<float><<<blocks, 128>>>(args); };
+    const float warm = time_us(head, 20, 2);
+    const float fill = fill_us(out, size_t(B) * W);
+    const float cold = time_us([&] { fill_float4<<<132 * 16, 256>>>(reinterpret_cast<float4*>(out), size_t(B) * W / 4); head(); }, 20, 2) - fill;
+    std::printf("B=%-6d idsva_so  head.warm %10.1f us   head.cold %10.1f us (after a fill)\n", B, warm, cold);
+  }
 #endif
 #ifdef HAS_FDSVA_SO
   configure_fdsva_so_gather<float>();
