@@ -168,7 +168,7 @@ def test_the_product_codes_give_the_gather_values(robot):
     decodes them (offsets into the padded U and K of `emit.idsva_gather`, signs in two
     bits) equals the gather form's value, which the test above checks against the
     reference; the pads put fewer of a warp's loads in one bank."""
-    from grid_codegen.emit import idsva_gather as E
+    from grid_codegen.emit import idsva_gather_layout as E
     from grid_codegen.symbolic import idsva_gather as G
     model = (parse_urdf(FLOATING_TREE.encode(), floating_base=True) if robot != "iiwa14"
              else reference.load(ROBOTS["iiwa14"].path).model)
@@ -241,13 +241,13 @@ def test_the_tile_form_writes_every_entry_once(robot):
 
 @pytest.mark.parametrize("robot", ["iiwa14", "floating-tree"])
 def test_the_tile_layout_aligns_what_moves_in_vectors(robot):
-    """The gather layout (`emit.idsva_gather.Layout`): odd strides put a warp's scalar
+    """The gather layout (`emit.idsva_gather_layout.Layout`): odd strides put a warp's scalar
     loads and stores of distinct columns and turns in distinct banks; the tile form's
     16-byte vector moves need every item and its tile at multiples of 4 scalars, and an
     item size of 4 times an odd number keeps the head's staging in distinct banks; the float64
     block of 8 items fits an H100/H200's 227 KB per block, so that float32 fits two per
     SM. Every region holds its data."""
-    from grid_codegen.emit import idsva_gather as E
+    from grid_codegen.emit import idsva_gather_layout as E
     from grid_codegen.symbolic import idsva_gather as G
     model = (parse_urdf(FLOATING_TREE.encode(), floating_base=True) if robot != "iiwa14"
              else reference.load(ROBOTS["iiwa14"].path).model)
@@ -275,7 +275,8 @@ def test_only_final_entries_stream(robot):
     blocks back from the output (step 5), which streamed stores sent to DRAM (go2: 36%
     slower): its entries are plain stores; the tile form streams only the tile's copy out,
     after step 5."""
-    from grid_codegen.emit import idsva_gather as E
+    from grid_codegen.emit import idsva_gather
+    from grid_codegen.emit import idsva_gather_layout as E
     from grid_codegen.emit.writer import Writer
     from grid_codegen.symbolic import idsva_gather as G
     model = (parse_urdf(FLOATING_TREE.encode(), floating_base=True) if robot != "iiwa14"
@@ -286,7 +287,7 @@ def test_only_final_entries_stream(robot):
         lay = E.layout(model, fd, turns)
         pairs = len(G.pair_masks(model, plan)) if lay.tile else 0
         w = Writer()
-        E._emit_steps(w, "x", model, lay, turns, 4 * nv ** 3, fd, pairs)
+        idsva_gather._emit_steps(w, "x", model, lay, turns, 4 * nv ** 3, fd, pairs)
         text = w.text()
         if lay.tile:
             assert "idsva_copy(out, tile" in text and "idsva_gather_sparse" not in text

@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from grid_codegen import dispatch, transforms
-from grid_codegen.emit import BUILDERS, idsva_gather, idsva_head_groups, plant, regressor_warp
+from grid_codegen.emit import (
+    BUILDERS,
+    idsva_gather,
+    idsva_gather_layout,
+    idsva_head_groups,
+    plant,
+    regressor_warp,
+)
 from grid_codegen.emit.algorithm import EmitContext, emit_level_item
 from grid_codegen.emit.directions import directions_applicable, emit_directions_variant
 from grid_codegen.emit.kernels import (
@@ -251,22 +258,23 @@ def _add_gather_variant(builds: list[AlgorithmBuild], sections: UnitSections,
     """The gather strategy (`emit.idsva_gather`) of idsva_so and fdsva_so beside their
     others; their default dispatch tables are recomputed with it."""
     for k, build in enumerate(builds):
-        if not idsva_gather.applicable(model, build.algorithm, options.strategy,
-                                       bool(joint_table)):
+        if not idsva_gather_layout.applicable(model, build.algorithm, options.strategy,
+                                              bool(joint_table)):
             continue
         width = build.algorithm.output_size(dims)
         with sections.section(build.algorithm.name):
             head, tiled = idsva_gather.build_head_items(
                 sections.library, model, ee_frames, options.runtime_inertia, build.algorithm,
-                dims, sections.items, options.runtime_transform, idsva_gather.tile_of(width))
+                dims, sections.items, options.runtime_transform,
+                idsva_gather_layout.tile_of(width))
             groups = idsva_head_groups.build_group_items(
                 sections.library, model, ee_frames, options.runtime_inertia, build.algorithm,
                 dims, sections.items, options.runtime_transform)
             variant = idsva_gather.emit_variant(sections.kernels, model, build.algorithm,
                                                 dims, head, tiled, bool(transform_table),
                                                 groups)
-        lanes = idsva_gather.lane_ops(model, width, build.algorithm.name == "fdsva_so")
-        team = idsva_gather.default_team(width)
+        lanes = idsva_gather_layout.lane_ops(model, width, build.algorithm.name == "fdsva_so")
+        team = idsva_gather_layout.default_team(width)
         first = max((g.ops for g in groups), default=head.ops)
         work = sum(g.ops for g in groups) or head.ops
         builds[k] = _with_variant(build, variant, dispatch.Variant(

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from grid_codegen.emit import second_order as SO
-from grid_codegen.emit.idsva_gather import COLUMN_STRIDE, layout, pad_columns, tile_of
+from grid_codegen.emit.idsva_gather_layout import COLUMN_STRIDE, layout, pad_columns, tile_of
 from grid_codegen.emit.thread import ThreadItem, _Plan, item_params
 from grid_codegen.emit.writer import Writer
 from grid_codegen.model import RobotModel
