@@ -15,7 +15,7 @@ kernels that call it (the forward-dynamics gradient calls the articulated-body p
     forward_dynamics_gradient: aba_minv(X, qd, u, f_ext) -> qdd_minv;
         fd_derivatives[_g<k>](X, qd, qdd_minv, f_ext) -> out
 
-Jacobians are computed in groups of consecutive columns (`_column_groups`), each group
+Jacobians are computed in groups of consecutive columns (`emit.column_groups`), each group
 one register-resident pass that writes its columns of the output directly, and within a
 group column by column (one column's working set live at a time). Inertias are constants
 folded into the code, or entries of the run-time table (`runtime_inertia`).
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from grid_codegen import transforms as T
 from grid_codegen.emit import plant as PL
 from grid_codegen.emit import second_order as SO
+from grid_codegen.emit.column_groups import TooLarge, column_groups
 from grid_codegen.emit.thread_parts import Part, cuttable
 from grid_codegen.emit.thread_vjp import VJP_OF, emit_vjp
 from grid_codegen.emit.writer import Writer
@@ -264,14 +265,6 @@ CENTROIDAL_PASSES: dict[str, tuple[str, Callable, tuple[str, ...]]] = {
 """The thread passes of the centroidal profile (one pass per algorithm)."""
 
 
-class TooLarge(Exception):
-    """The thread strategy of an algorithm would exceed the operations allowed."""
-
-    def __init__(self, ops: int) -> None:
-        super().__init__(f"{ops} traced operations")
-        self.ops = ops
-
-
 def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tuple,
                       runtime_inertia: bool, algorithm: Algorithm, dims: Dims,
                       w: Writer, max_ops: int | None = None,
@@ -344,10 +337,10 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
             D = A.rnea_derivatives(model, unX(x), I, qd, qdd, f, g, columns)
             return [v for row in _passive_slope(P, D, qd, columns) for v in row]
 
-        _column_groups(plan, kb, "rnea_derivatives", "[dtau/dq | dtau/dqd] by forward-mode "
-                       "derivatives of RNEA (q directions in the local chart)", dtau,
-                       [X, ports["qd"], ports["qdd"], ports["f_ext"]], out, nv, 2 * nv,
-                       max_ops)
+        column_groups(plan, kb, "rnea_derivatives", "[dtau/dq | dtau/dqd] by forward-mode "
+                      "derivatives of RNEA (q directions in the local chart)", dtau,
+                      [X, ports["qd"], ports["qdd"], ports["f_ext"]], out, nv, 2 * nv,
+                      max_ops)
     elif name == "forward_dynamics_gradient":
         solved = plan.dynamics_call(
             kb, "aba_minv", "qdd = FD(q, qd, u) (entries 0..nv-1) and M^-1 (row-major, "
@@ -362,10 +355,10 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
             Minv = [list(s[nv + r * nv:nv + (r + 1) * nv]) for r in range(nv)]
             return [v for row in A.neg_product(Minv, D) for v in row]
 
-        _column_groups(plan, kb, "fd_derivatives", "[dqdd/dq | dqdd/dqd] = -M^-1 "
-                       "[dtau/dq | dtau/dqd] at qdd = FD: RNEA's derivatives and the "
-                       "product, column by column", dqdd,
-                       [X, ports["qd"], solved, ports["f_ext"]], out, nv, 2 * nv, max_ops)
+        column_groups(plan, kb, "fd_derivatives", "[dqdd/dq | dqdd/dqd] = -M^-1 "
+                      "[dtau/dq | dtau/dqd] at qdd = FD: RNEA's derivatives and the "
+                      "product, column by column", dqdd,
+                      [X, ports["qd"], solved, ports["f_ext"]], out, nv, 2 * nv, max_ops)
     elif name == "fk_batched":
         frame = ee_frames[0]
         if plan.runtime_transform:
@@ -542,21 +535,21 @@ def _plant_step_gradient(plan: _Plan, kb: ItemBuilder, w: Writer, algorithm: Alg
             return PL.position_rows(model, integrator, V, qd, s[:nv], dt[0]) + V
 
         out = Array.runtime("out", algorithm.output_size(dims), "out")
-        _column_groups(plan, kb, f"step_gradient_{integrator}", "[dq'; dqd'] / d(dq, dqd, u) "
-                       "of one step of a free-flyer robot: the FD gradient's passes with dt "
-                       "and the identity folded in, the root's rows through the Jacobians "
-                       "of its SE(3) move", full, [X, ports["qd"], solved, ports["dt"]],
-                       out, 2 * nv, 3 * nv, max_ops)
+        column_groups(plan, kb, f"step_gradient_{integrator}", "[dq'; dqd'] / d(dq, dqd, u) "
+                      "of one step of a free-flyer robot: the FD gradient's passes with dt "
+                      "and the identity folded in, the root's rows through the Jacobians "
+                      "of its SE(3) move", full, [X, ports["qd"], solved, ports["dt"]],
+                      out, 2 * nv, 3 * nv, max_ops)
         kb.emit_item_function(w, f"{name}_thread", f"`{name}` of one item: {algorithm.doc}",
                               params, views=views)
         return ThreadItem(f"{name}_thread", kb.total_ops)
     row = PL.staged_row(algorithm, dims)
     compact = Array.runtime("out", row.width, "out")
     # (The same passes for both integrators: the library emits them once.)
-    _column_groups(plan, kb, "step_velocity_rows", "dqd'/d(dq, dqd, u) = [dt dqdd/d(q, qd) "
-                   "+ [0, I] | dt M^-1] of one step: the FD gradient's passes with dt and "
-                   "the identity folded in", velocity,
-                   [X, ports["qd"], solved, ports["dt"]], compact, nv, 3 * nv, max_ops)
+    column_groups(plan, kb, "step_velocity_rows", "dqd'/d(dq, dqd, u) = [dt dqdd/d(q, qd) "
+                  "+ [0, I] | dt M^-1] of one step: the FD gradient's passes with dt and "
+                  "the identity folded in", velocity,
+                  [X, ports["qd"], solved, ports["dt"]], compact, nv, 3 * nv, max_ops)
     kb.emit_item_function(w, row.item, f"The velocity rows of `{name}` of one item "
                           f"(`{nv} x {3 * nv}`, row-major; `emit.plant`).", params,
                           views=views)
@@ -583,74 +576,4 @@ def _finish(kb: ItemBuilder, w: Writer, algorithm: Algorithm, dims: Dims,
     return ThreadItem(item, kb.total_ops)
 
 
-GROUP_OPS = 5000
-"""Traced operations per column group of a Jacobian pass: each group is one
-register-resident block (it recomputes the primal values it needs)."""
-
-GROUP_OVERHEAD = 1.25
-"""Groups are used while their operations add up to at most this times the Jacobian's
-(iiwa14's FD gradient: 2 groups, 1.04x: 3.3 -> 2.1 ns/item on an H200; go2's ID
-gradient: 6 groups, 1.22x: 25.3 -> 23.4 ns/item)."""
-
-
-def _column_groups(plan: _Plan, kb: ItemBuilder, name: str, doc: str, fn: Callable,
-                   arrays: list[Array], out: Array, rows: int, cols: int,
-                   max_ops: int | None = None) -> None:
-    """`fn` (a row-major `rows x cols` Jacobian) as passes over groups of consecutive
-    columns, each written straight to `out` and at most GROUP_OPS operations: the
-    derivatives and what consumes them (the FD gradient's product with M^-1) stay in
-    registers, and no `rows x cols` array goes through memory. The groups come from one
-    trace of the whole Jacobian: a group's cost is the operations its columns reach."""
-    groups, total, grouped = _plan_groups(plan, fn, arrays, rows, cols)
-    if max_ops is not None and total > max_ops:
-        raise TooLarge(total)
-    if grouped > GROUP_OVERHEAD * total:
-        # Each group recomputes the primal values it needs: past this share the repeats
-        # cost more than register residency gains; one pass (segmented) then.
-        groups = [list(range(cols))]
-    for k, group in enumerate(groups):
-        label = name if len(groups) == 1 else f"{name}_g{k}"
-        written = [r * cols + c for c in group for r in range(rows)]
-
-        def traced(*values, group=group):
-            return fn(*values, columns=group)
-
-        plan.dynamics_call(kb, label, f"{doc}; columns {group[0]}..{group[-1]}.", traced,
-                           arrays, out, passive=True, write=written, schedule_order=written)
-
-
-def _plan_groups(plan: _Plan, fn: Callable, arrays: list[Array], rows: int, cols: int
-                 ) -> tuple[list[list[int]], int, int]:
-    """Consecutive column groups of at most GROUP_OPS operations each, the operation count
-    of the whole Jacobian and the sum of the groups' counts, from one trace of it."""
-    from grid_codegen.symbolic import graph as G
-
-    g = G.Graph()
-    joint = plan.joint_array(True)
-    values = [[g.input(f"{a.name}[{k}]") if p is None else p for k, p in enumerate(a.pattern)]
-              for a in arrays + plan.inertia_array() + joint]
-    gravity = g.input("gravity")
-    joint_table = values.pop() if joint else None
-    table = values.pop() if plan.runtime_inertia else None
-    result = fn(*values, plan.inertias(table), gravity, plan.passive(joint_table))
-    groups: list[list[int]] = []
-    seen: set[int] = set()
-    current: list[int] = []
-    grouped = 0
-    for c in range(cols):
-        roots = [result[r * cols + c] for r in range(rows)]
-        new = [i for i in G.reachable(g, roots) if i not in seen and g.nodes[i][0] != "in"]
-        if current and len(seen) + len(new) > GROUP_OPS:
-            groups.append(current)
-            grouped += len(seen)
-            current, seen = [], set()
-            new = [i for i in G.reachable(g, roots) if g.nodes[i][0] != "in"]
-        current.append(c)
-        seen.update(new)
-    groups.append(current)
-    grouped += len(seen)
-    total = sum(1 for i in G.reachable(g, result) if g.nodes[i][0] != "in")
-    return groups, total, grouped
-
-
-__all__ = ["RUNTIME", "ThreadItem", "build_thread_item", "item_params"]
+__all__ = ["RUNTIME", "ThreadItem", "TooLarge", "build_thread_item", "item_params"]
