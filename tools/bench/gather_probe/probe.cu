@@ -8,6 +8,9 @@
 //   <alg> head     : gather minus steps, the first kernel's part (the heads into the
 //                    tiles' outputs; its grid is the launcher's: with the head in groups
 //                    of bodies, emit.idsva_head_groups, a thread per item and group)
+//   head.warm/cold : idsva_so's first kernel alone, launched back to back (its code and
+//                    inputs stay in L2) and after the fill has streamed the output
+//                    through L2 (as after a second kernel), the fill's time taken off
 //   fill.float4    : the output written by float4 stores (the write bound)
 // `probe B` times each (CUDA events, 20 launches after 2) and prints the largest
 // relative difference of the gather result from the thread result.
