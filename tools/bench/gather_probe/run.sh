@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/bench/gather_probe/run.sh build DIR [NAME=SOURCE ...] | time DIR
 #   build: generate idsva_so + fdsva_so (float32, strategy auto: thread, gather, ...) for
-#          iiwa14 (URDF=... to change) from each SOURCE (a folder holding codegen/, or a
-#          commit, checked out in a temporary git worktree; default new=<this tree>) into
+#          iiwa14 (URDF=... to change) from each SOURCE (a folder holding codegen/, a
+#          commit, or a FILE.patch applied to HEAD, checked out in a temporary git
+#          worktree; default new=<this tree>) into
 #          DIR/NAME, and compile probe.cu against each into DIR/probe_NAME (sm_90; ptxas -v
 #          into DIR/ptxas_NAME.log); needs nvcc, not a GPU. Builds run in parallel.
 #          FLOATING=1: the model on a free-flyer root; ALGORITHMS=idsva_so: one of the two.
@@ -42,7 +43,12 @@ for spec in "$@"; do
     build "$source" "$name" &
   else
     tree="$(mktemp -d)/tree"; trees+=("$tree")
-    git -C "$repo" worktree add -q --detach "$tree" "$source"
+    if [[ "$source" == *.patch ]]; then  # this checkout's HEAD with the patch applied
+      git -C "$repo" worktree add -q --detach "$tree" HEAD
+      git -C "$tree" apply "$(cd "$(dirname "$source")" && pwd)/$(basename "$source")"
+    else
+      git -C "$repo" worktree add -q --detach "$tree" "$source"
+    fi
     build "$tree" "$name" &
   fi
 done
