@@ -4,8 +4,9 @@
 #      old=COMMIT new=$PWD`; the same for go2, and iiwa14; carry them): each probe at
 #      B = 1,024, 16,384 and 65,536 (g1: not 65,536), and Nsight Compute on the entry
 #      kernel (NCU_KERNEL, a regex; default idsva_so_gather_kernel) of each DIR/NAME of
-#      NCU_PROBES (.gprobe_DIR/probe_NAME; default g1/old g1/new) at NCU_BATCH (default
-#      1,024) into ncu_DIR_NAME.txt, while the runtime builds;
+#      NCU_PROBES (.gprobe_DIR/probe_NAME; default g1/old g1/new; DIR/NAME:REGEX picks that
+#      entry's kernel) at NCU_BATCH (default 1,024), one after the other into ncu.txt, while
+#      the runtime builds;
 #   2. the gpu-tagged second-order and gradient-variant tests (pytest_so.txt);
 #   3. bench_plant.py --trace --variants for ROBOTS (default iiwa14,go2; BATCHES, default
 #      each robot's own; ALGORITHMS, default the core profile) in the time left.
@@ -28,13 +29,18 @@ has probes && {
     done
   done
 } >"$out/probe_times.txt" 2>&1
-has probes && for p in ${NCU_PROBES:-g1/old g1/new}; do  # DIR/NAME: .gprobe_DIR/probe_NAME
+# NCU_PROBES: DIR/NAME[:KERNEL] (.gprobe_DIR/probe_NAME; KERNEL a regex, default NCU_KERNEL)
+has probes && for entry in ${NCU_PROBES:-g1/old g1/new}; do
+  p="${entry%%:*}" kernel="${NCU_KERNEL:-idsva_so_gather_kernel}"
+  [[ "$entry" == *:* ]] && kernel="${entry#*:}"
   [ -x ".gprobe_${p%/*}/probe_${p#*/}" ] || continue
-  timeout 90 ncu --clock-control none -k "regex:${NCU_KERNEL:-idsva_so_gather_kernel}" --launch-count 1 \
+  timeout 90 ncu --clock-control none -k "regex:$kernel" --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
     --section MemoryWorkloadAnalysis_Tables --section SchedulerStats --section Occupancy \
     ".gprobe_${p%/*}/probe_${p#*/}" "${NCU_BATCH:-1024}" \
-    >"$out/ncu_${p%/*}_${p#*/}.txt" 2>&1 || echo "ncu $p failed"
+    >"$out/ncu_one.txt" 2>&1 || echo "ncu $entry failed"
+  { echo "=== ncu $p, kernel $kernel, B ${NCU_BATCH:-1024}"; cat "$out/ncu_one.txt"; } >>"$out/ncu.txt"
+  rm -f "$out/ncu_one.txt"
 done
 echo "probes done after $((SECONDS - start)) s"
 wait $core || echo "core build failed"
