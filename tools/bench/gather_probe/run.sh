@@ -8,6 +8,8 @@
 #          into DIR/ptxas_NAME.log); needs nvcc, not a GPU. Builds run in parallel.
 #          FLOATING=1: the model on a free-flyer root; ALGORITHMS=idsva_so: one of the two.
 #   time:  run each probe at B = 1,024, 16,384 and 65,536 (DIR/times.txt).
+# The *.patch files here are changes not on main, kept to be measured this way; each
+# says at its top what it changes and why.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"; repo="$(cd "$here/../../.." && pwd)"
 mode="$1"; out="$(mkdir -p "$2" && cd "$2" && pwd)"
