@@ -60,7 +60,7 @@ def column_groups(plan: _Plan, kb: ItemBuilder, name: str, doc: str, fn: Callabl
 
 
 def plan_groups(plan: _Plan, fn: Callable, arrays: list[Array], rows: int, cols: int
-                 ) -> tuple[list[list[int]], int, int]:
+                ) -> tuple[list[list[int]], int, int]:
     """Consecutive column groups of at most GROUP_OPS operations each, the operation count
     of the whole Jacobian and the sum of the groups' counts, from one trace of it."""
     g = G.Graph()

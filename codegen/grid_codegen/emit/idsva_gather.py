@@ -137,16 +137,6 @@ def build_head_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
     return ThreadItem(names[0], ops), names[1]
 
 
-def _table(w: Writer, ctype: str, name: str, values: Sequence[int | str],
-           per_line: int = 24, align: int = 0) -> None:
-    aligned = f"alignas({align}) " if align else ""
-    w.line(f"{aligned}GRID_TABLE {ctype} {name}[{max(1, len(values))}] = {{")
-    text = [str(v) for v in values] or ["0"]
-    for k in range(0, len(text), per_line):
-        w.line("    " + ", ".join(text[k:k + per_line]) + ",")
-    w.line("};")
-
-
 def _emit_tables(w: Writer, name: str, model: RobotModel, plan: G.Plan,
                  pairs: Sequence[tuple[int, int, int]]) -> None:
     """The tree and the turns; then the tile form's pairs and masks (`pairs` not empty)
@@ -158,18 +148,18 @@ def _emit_tables(w: Writer, name: str, model: RobotModel, plan: G.Plan,
                  "the non-zero entries of the four blocks: their two product codes "
                  "(grid::idsva_gather_entry), slots in their chunk "
                  "and each chunk's first code (grid::idsva_gather_sparse)."))
-    _table(w, "int", f"{name}_parent", [j.parent for j in model.joints])
-    _table(w, "int", f"{name}_body_of", G.body_of(model))
-    _table(w, "unsigned", f"{name}_turns", [ip << 16 | jq for ip, jq in plan.turns], 12)
+    w.table("int", f"{name}_parent", [j.parent for j in model.joints])
+    w.table("int", f"{name}_body_of", G.body_of(model))
+    w.table("unsigned", f"{name}_turns", [ip << 16 | jq for ip, jq in plan.turns], 12)
     if pairs:
-        _table(w, "unsigned", f"{name}_pairs", [t << 16 | kr for t, kr, _ in pairs], 12)
-        _table(w, "unsigned", f"{name}_masks", [f"{m:#x}u" for _, _, m in pairs], 12)
+        w.table("unsigned", f"{name}_pairs", [t << 16 | kr for t, kr, _ in pairs], 12)
+        w.table("unsigned", f"{name}_masks", [f"{m:#x}u" for _, _, m in pairs], 12)
     else:
         codes, slots, chunks = sparse_tables(plan)
-        _table(w, "unsigned long long", f"{name}_codes", [f"{c:#x}ull" for c in codes], 8,
+        w.table("unsigned long long", f"{name}_codes", [f"{c:#x}ull" for c in codes], 8,
                align=16)
-        _table(w, "unsigned char", f"{name}_slots", slots, 32)
-        _table(w, "int", f"{name}_chunks", chunks, 16)
+        w.table("unsigned char", f"{name}_slots", slots, 32)
+        w.table("int", f"{name}_chunks", chunks, 16)
     w.line()
 
 

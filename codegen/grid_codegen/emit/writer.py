@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 
@@ -55,6 +55,17 @@ class Writer:
         """A `///` documentation comment, one line per input line."""
         for part in text.strip("\n").split("\n"):
             self.line(f"/// {part}".rstrip())
+
+    def table(self, ctype: str, name: str, values: Sequence[object], per_line: int = 24,
+              align: int = 0) -> None:
+        """`GRID_TABLE ctype name[n] = {...};`, `per_line` values a line (at least one
+        entry: a C++ array has no zero size); `align`: an `alignas` in bytes."""
+        aligned = f"alignas({align}) " if align else ""
+        self.line(f"{aligned}GRID_TABLE {ctype} {name}[{max(1, len(values))}] = {{")
+        text = [str(v) for v in values] or ["0"]
+        for k in range(0, len(text), per_line):
+            self.line("    " + ", ".join(text[k:k + per_line]) + ",")
+        self.line("};")
 
     @contextmanager
     def block(self, head: str = "", tail: str = "}") -> Iterator[None]:
@@ -145,14 +156,20 @@ def c_string(text: str) -> str:
     return "".join(out)
 
 
-def lit(x: float) -> str:
-    """A scalar-typed C++ literal of the float64 `x`: `T(0.25)`. Exact for double."""
+def real(x: float) -> str:
+    """A double literal of the float64 `x` (`0.25`; exact); -0.0 folds to 0.0, and a
+    non-finite value is refused."""
     x = float(x)
     if not math.isfinite(x):
         raise ValueError(f"cannot emit the non-finite constant {x!r}")
     if x == 0.0:
         x = 0.0  # fold -0.0: the sign of a zero coefficient never matters here
-    return f"T({x!r})"
+    return repr(x)
+
+
+def lit(x: float) -> str:
+    """A scalar-typed C++ literal of the float64 `x`: `T(0.25)`. Exact for double."""
+    return f"T({real(x)})"
 
 
 def linear_combination(terms: list[tuple[float, str]], constant: float = 0.0) -> str:
