@@ -1,8 +1,13 @@
 /* grid/simd.h: the CPU build's vectors of batch items.
  *
- * On the host every strategy runs on vectors of kSimdBytes / sizeof(S) batch items (one
- * AVX register when the compiler may use AVX, two SSE registers otherwise), so every
- * arithmetic operation works on that many items at once:
+ * On the host every strategy runs on vectors of kSimdBytes / sizeof(S) batch items, one
+ * register wide: 32 bytes when the compiler may use AVX, else 16 (SSE, NEON). A vector
+ * wider than the machine's registers is split by the compiler into register halves: the
+ * same instructions per item, but g++ then takes 2.2-2.8x longer on the long
+ * straight-line code (g1's ID gradient unit, float32: 111 s against 39 s), and the split
+ * code ran no faster (iiwa14, SSE only, one core: FD gradient 1.52 -> 1.40 us per item
+ * float32, 2.94 -> 2.49 us float64). So every arithmetic operation works on that many
+ * items at once:
  * - the thread strategy's traced straight-line code on `vec<S>`, a plain GCC/Clang vector
  *   type (a class around one multiplies the compile time of long straight-line code);
  *   that code needs only + - * / (with scalar S operands too), unary minus, T{} and the
@@ -19,7 +24,11 @@
 
 namespace grid {
 
+#if defined(__AVX__)
 constexpr int kSimdBytes = 32;
+#else
+constexpr int kSimdBytes = 16;
+#endif
 
 template <typename S>
 struct vec_of;
