@@ -125,7 +125,7 @@ def build_head_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
                 + (", M^-1, dtau" if fd else "")
                 + (f", entry k at out[{tile} k]." if stride > 1 else "."),
                 pick, parts, Array.runtime("out", lay.head, "out"),
-                out_stride=stride)
+                out_stride=stride, vector_stores=stride == 1)
         name = f"{algorithm.name}_gather_head{suffix}"
         kb.emit_item_function(w, name, f"The head of `{algorithm.name}`'s gather strategy "
                               "(`emit.idsva_gather`)"

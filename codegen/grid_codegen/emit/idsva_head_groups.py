@@ -112,7 +112,8 @@ def build_group_items(library: PassLibrary, model: RobotModel, ee_frames: tuple,
             + (f", entry e at out[{tile} e]." if tile > 1 else "."),
             _head_table(model, plan, lay.head),
             [ports["q"], ports["qd"], SO._acceleration(kb, ports), ports["f_ext"], *extra],
-            Array.runtime("out", lay.head, "out"), write=sorted(entries), out_stride=tile)
+            Array.runtime("out", lay.head, "out"), write=sorted(entries), out_stride=tile,
+            vector_stores=tile == 1)
         name = f"{algorithm.name}_gather_head_g{k}"
         kb.emit_item_function(w, name, f"Group {k} of the head of `{algorithm.name}`'s "
                               "gather strategy (`emit.idsva_head_groups`).",

@@ -33,8 +33,11 @@ from grid_codegen.emit.rnea_gradient import emit_fd_gradient_passes, fd_gradient
 from grid_codegen.emit.tree_ldlt import emit_tree_ldlt_solve
 from grid_codegen.emit.writer import Writer
 from grid_codegen.model import JointType
+
+# The module, not its function: symbolic.emit imports this package (its Writer), so a
+# program that imports symbolic.emit first reaches here before emit_straight_line exists.
+from grid_codegen.symbolic import emit as symbolic_emit
 from grid_codegen.symbolic import lie
-from grid_codegen.symbolic.emit import emit_straight_line
 
 
 def _free_flyer_offsets(ctx: EmitContext) -> list[int]:
@@ -75,8 +78,8 @@ def plant_step_gradient(integrator: str) -> Callable[[EmitContext], AlgorithmSpe
                              else f"(h * {qd[o + k]})" for k in range(6)]
                     w.line(f"const T xi[6] = {{{', '.join(moved)}}};")
                     w.line(f"T* GRID_RESTRICT J = {chart.at(f)};")
-                    emit_straight_line(w, _chart_jacobians, [[f"xi[{k}]" for k in range(6)]],
-                                       "J")
+                    symbolic_emit.emit_straight_line(
+                        w, _chart_jacobians, [[f"xi[{k}]" for k in range(6)]], "J")
 
         # dof -> (its free flyer's index, the flyer's first dof), for the flyers' rows
         flyer_of = {o + a: (f, o) for f, o in enumerate(flyers) for a in range(6)}

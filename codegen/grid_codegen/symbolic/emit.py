@@ -201,7 +201,7 @@ class ItemBuilder:
              inputs: Sequence[Array], output: Array | str, *,
              scalars: Sequence[str] = (), schedule_order: Sequence[int] | None = None,
              write: Sequence[int] | None = None, dense: bool = False,
-             out_stride: int = 1) -> Array:
+             out_stride: int = 1, vector_stores: bool = False) -> Array:
         """Trace `fn(*input_values, *scalar_values)` and emit (or reuse) the pass `name`.
 
         inputs: arrays whose values `fn` receives as lists (constants folded in).
@@ -217,7 +217,10 @@ class ItemBuilder:
         dense: a local output is written in full, its constant entries included (for a
             consumer that reads it with run-time indices, such as a dense product loop).
         out_stride: output entry `k` is stored at `out[k * out_stride]` (an output of kind
-            "out" interleaved with other items' outputs, `emit.regressor_warp`)."""
+            "out" interleaved with other items' outputs, `emit.regressor_warp`).
+        vector_stores: four consecutive output entries from a multiple of 4 are stored
+            by one `grid::store4` (a 16-byte store where aligned), for an output whose
+            stores are each a memory transaction per lane (`emit.idsva_gather`'s head)."""
         g = G.Graph()
         values: list[object] = []
         owner: dict[str, str] = {}  # input expression -> the parameter it reads
@@ -266,7 +269,7 @@ class ItemBuilder:
         if out_stride != 1 and not is_out:
             raise ValueError(f"{name}: out_stride applies to an output of kind 'out'")
         segments, scratch, ops = _emit_body(g, result, positions, out_name, is_out or dense,
-                                            self.library.segment_ops, index)
+                                            self.library.segment_ops, index, vector_stores)
         text = "\n".join([*(d for d, _ in params), *(ln for s in segments for ln in s._lines)])
         signature = hashlib.sha256(text.encode()).hexdigest()
         emitted = self.library._by_signature.get(signature)
@@ -366,9 +369,10 @@ def _expression(g: G.Graph, i: int, operand: Callable[[object], str]) -> str:
 
 def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
                out_name: str, write_constants: bool, segment_ops: int,
-               index: Callable[[int], int]) -> tuple[list[Writer], int, dict[str, int]]:
+               index: Callable[[int], int], vector_stores: bool = False
+               ) -> tuple[list[Writer], int, dict[str, int]]:
     """The statements of one pass: one body, or segments with their scratch size;
-    output entry `k` is stored at `out_name[index(k)]`."""
+    output entry `k` is stored at `out_name[index(k)]` (`vector_stores`: `_store_lines`)."""
     order = G.schedule(g, [result[k] for k in positions])
     ops: dict[str, int] = {}
     for i in order:
@@ -403,7 +407,11 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
         for i in order:
             names[i] = f"t{len(names)}"
             body.line(f"const T {names[i]} = {_expression(g, i, operand)};")
-        _emit_stores(body, result, positions, out_name, write_constants, names, index)
+        stores = [(index(k), names[result[k].i] if type(result[k]) is G.Sym
+                   else splat(result[k])) for k in positions
+                  if type(result[k]) is G.Sym or write_constants]
+        for line in _store_lines(stores, out_name, vector_stores):
+            body.line(line)
         return [body], 0, ops
     # Inputs are re-read in each segment that uses them (they are the caller's arrays);
     # computed values used by a later segment go through scratch slots.
@@ -442,13 +450,17 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
         body.line(f"const T {names[i]} = {expr};")
         if i in slot_of:
             body.line(f"scratch[{slot_of[i]}] = {names[i]};")
+    stores_by_seg: list[list[tuple[int, str]]] = [[] for _ in range(nseg)]
     for k in positions:
         r = result[k]
         if type(r) is G.Sym:
             s = out_segment[k]
-            bodies[s].line(f"{out_name}[{index(k)}] = {names_by_seg[s][r.i]};")
+            stores_by_seg[s].append((index(k), names_by_seg[s][r.i]))
         elif write_constants:
-            bodies[-1].line(f"{out_name}[{index(k)}] = {splat(r)};")
+            stores_by_seg[-1].append((index(k), splat(r)))
+    for body, stores in zip(bodies, stores_by_seg, strict=True):
+        for line in _store_lines(stores, out_name, vector_stores):
+            body.line(line)
     return bodies, nslots, ops
 
 
@@ -477,12 +489,25 @@ def _allocate_slots(g: G.Graph, order: Sequence[int], segment_of: dict[int, int]
     return slot_of, nslots
 
 
-def _emit_stores(body: Writer, result: Sequence[object], positions: Sequence[int],
-                 out_name: str, write_constants: bool, names: dict[int, str],
-                 index: Callable[[int], int]) -> None:
-    for k in positions:
-        r = result[k]
-        if type(r) is G.Sym:
-            body.line(f"{out_name}[{index(k)}] = {names[r.i]};")
-        elif write_constants:
-            body.line(f"{out_name}[{index(k)}] = {splat(r)};")
+def _store_lines(stores: Sequence[tuple[int, str]], out_name: str,
+                 vector: bool) -> list[str]:
+    """`out[i] = value;` per `(i, value)`, in order; with `vector`, the four stores of
+    `i = 4m .. 4m + 3`, when all are there, as one `grid::store4(out + 4m, ...)` where the
+    first of them was."""
+    if not vector:
+        return [f"{out_name}[{i}] = {v};" for i, v in stores]
+    value = dict(stores)
+    lines: list[str] = []
+    done: set[int] = set()
+    for i, v in stores:
+        if i in done:
+            continue
+        quad = [i - i % 4 + d for d in range(4)]
+        if all(j in value for j in quad):
+            lines.append(f"grid::store4({out_name} + {quad[0]}, "
+                         f"{', '.join(value[j] for j in quad)});")
+            done.update(quad)
+        else:
+            lines.append(f"{out_name}[{i}] = {v};")
+            done.add(i)
+    return lines

@@ -101,5 +101,41 @@ GRID_INLINE void store_once(T* GRID_RESTRICT p, T v) {
   *p = v;
 #endif
 }
+
+/* Four consecutive output entries of a straight-line pass (`vector_stores`), stored at
+   once where the address is 16-byte aligned: one 16-byte store instead of four scalar
+   ones. Each warp of idsva_so's first gather kernel writes 32 items' rows, so every
+   scalar store was 32 memory transactions, and g1's kernel waited on its load/store
+   queue. Four plain stores on the host and at an unaligned address. */
+template <typename T>
+GRID_INLINE void store4(T* GRID_RESTRICT p, T a, T b, T c, T d) {
+  p[0] = a;
+  p[1] = b;
+  p[2] = c;
+  p[3] = d;
+}
+#if defined(__CUDA_ARCH__)
+GRID_INLINE void store4(float* GRID_RESTRICT p, float a, float b, float c, float d) {
+  if ((reinterpret_cast<uintptr_t>(p) & 15) == 0) {
+    *reinterpret_cast<float4*>(p) = make_float4(a, b, c, d);
+    return;
+  }
+  p[0] = a;
+  p[1] = b;
+  p[2] = c;
+  p[3] = d;
+}
+GRID_INLINE void store4(double* GRID_RESTRICT p, double a, double b, double c, double d) {
+  if ((reinterpret_cast<uintptr_t>(p) & 15) == 0) {
+    reinterpret_cast<double2*>(p)[0] = make_double2(a, b);
+    reinterpret_cast<double2*>(p)[1] = make_double2(c, d);
+    return;
+  }
+  p[0] = a;
+  p[1] = b;
+  p[2] = c;
+  p[3] = d;
+}
+#endif
 }  // namespace grid
 #endif
