@@ -8,9 +8,10 @@
 #          into DIR/ptxas_NAME.log); needs nvcc, not a GPU. Builds run in parallel.
 #          FLOATING=1: the model on a free-flyer root; ALGORITHMS=idsva_so: one of the two.
 #   time:  run each probe at B = 1,024, 16,384 and 65,536 (DIR/times.txt).
-# The *.patch files here are changes not on main, kept to be measured this way; each
-# says at its top what it changes and why. with_tree.py runs the CPU tests against a
-# patched worktree's generator.
+# A *.patch file here is a change not on main, kept to be measured this way, saying at
+# its top what it changes and why; one measured and not taken is removed (its numbers
+# stay in tools/bench/results). with_tree.py runs the CPU tests against a patched
+# worktree's generator.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"; repo="$(cd "$here/../../.." && pwd)"
 mode="$1"; out="$(mkdir -p "$2" && cd "$2" && pwd)"
