@@ -59,6 +59,46 @@ def test_gpu_gradient_variants_match_the_reference(tmp_path, floating):
                     want = ref.plant_step_gradient(x.astype(np.float64), d[2], 0.02,
                                                    integrator)
                     assert scaled_error(got, want) < 1e-3, (variant, integrator, batch)
+        if not floating:
+            _check_torch_streams_and_capture(h, ref)
     finally:
         ctx.close()
         h.close()
+
+
+def _check_torch_streams_and_capture(h, ref):
+    """The torch handle's fused step on two CUDA streams and inside a captured graph: each
+    stream gets its own cached `dt` column (the fill is ordered on the stream that reads
+    it), a capture keeps none (its fill runs when the graph does), and every result
+    matches the reference."""
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    from grid_rbd._step_inputs import step_columns
+    from grid_rbd.torch import TorchRobotHandle
+
+    th = TorchRobotHandle(h)
+    s = random_states(ref.model, 64, seed=77)
+    x = np.concatenate([s.q, s.qd], axis=1).astype(np.float32)
+    u = s.u.astype(np.float32)
+    xt, ut = (torch.from_numpy(a).cuda() for a in (x, u))
+
+    def want(dt):
+        return ref.plant_step_gradient(x.astype(np.float64), u.astype(np.float64), dt,
+                                       "euler")
+    main = torch.cuda.current_stream()
+    got = [th.plant_step_gradient(xt, ut, 0.02)]
+    side = torch.cuda.Stream()
+    side.wait_stream(main)
+    with torch.cuda.stream(side):
+        got.append(th.plant_step_gradient(xt, ut, 0.02))
+    main.wait_stream(side)
+    streams = {key[3] for key in step_columns(th)._columns}
+    assert streams == {main.cuda_stream, side.cuda_stream}, streams
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = th.plant_step_gradient(xt, ut, 0.03)
+    assert len(step_columns(th)) == 2
+    graph.replay()
+    torch.cuda.synchronize()
+    for G in got:
+        assert scaled_error(G.cpu().numpy(), want(0.02)) < 1e-3
+    assert scaled_error(captured.cpu().numpy(), want(0.03)) < 1e-3

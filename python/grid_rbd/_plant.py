@@ -228,10 +228,13 @@ class PlantMethods:
     def _check_state(self, x: Any, name: str = "x") -> tuple[Any, bool]:
         """`x` as `(B, nq + nv)` (a single state viewed as a batch of one) and whether it
         was a single state."""
-        single = len(x.shape) == 1
+        single = x.ndim == 1
         if single:
             x = x[None]
         width = plan_of(self).state_width
+        if x.ndim != 2:
+            raise ValueError(f"{name} has shape {tuple(x.shape)}; a state [q, qd] is "
+                             f"({width},) or a batch (B, {width})")
         if x.shape[1] != width:
             raise ValueError(f"{name} has width {x.shape[1]}; the state [q, qd] of this "
                              f"robot has nq + nv = {width}")

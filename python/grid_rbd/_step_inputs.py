@@ -85,17 +85,11 @@ class StepColumns:
         """The `(batch, 1)` column of `dt` in `like`'s dtype, where `like` lives (numpy
         or torch; `dt` a checked Python float)."""
         if isinstance(like, np.ndarray):
-            key: tuple = ("numpy", like.dtype, batch, dt)
+            key: tuple | None = ("numpy", like.dtype, batch, dt)
         else:
-            import torch
-            if torch.compiler.is_compiling():
-                return torch.full((batch, 1), dt, dtype=like.dtype, device=like.device)
-            stream = 0
-            if like.is_cuda:
-                if torch.cuda.is_current_stream_capturing():
-                    return torch.full((batch, 1), dt, dtype=like.dtype, device=like.device)
-                stream = torch.cuda.current_stream(like.device).cuda_stream
-            key = ("torch", like.dtype, like.device, stream, batch, dt)
+            key = _torch_key(like, batch, dt)
+            if key is None:  # traced or captured: a fresh column, filled in the graph
+                return _filled(like, batch, dt)
         with self._lock:
             column = self._columns.get(key)
             if column is not None:
@@ -110,6 +104,26 @@ class StepColumns:
 
     def __len__(self) -> int:
         return len(self._columns)
+
+
+def _torch_key(like: Any, batch: int, dt: float) -> tuple | None:
+    """A torch column's key: dtype, device index, the current stream's address (0 on the
+    CPU), batch and `dt`; None while torch.compile traces or the current CUDA stream is
+    capturing a graph. Read with torch's C accessors (a `torch.cuda.Stream` object per call
+    costs microseconds of the step's host path)."""
+    import torch
+    if torch.compiler.is_compiling():
+        return None
+    index = like.get_device()  # -1 on the CPU
+    stream = 0
+    if index >= 0:
+        native = torch._C
+        if native._cuda_isCurrentStreamCapturing():
+            return None
+        raw = getattr(native, "_cuda_getCurrentRawStream", None)
+        stream = (raw(index) if raw is not None else
+                  torch.cuda.current_stream(like.device).cuda_stream)
+    return ("torch", like.dtype, index, stream, batch, dt)
 
 
 def _filled(like: Any, batch: int, dt: float) -> Any:
