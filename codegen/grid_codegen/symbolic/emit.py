@@ -407,9 +407,8 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
         for i in order:
             names[i] = f"t{len(names)}"
             body.line(f"const T {names[i]} = {_expression(g, i, operand)};")
-        stores = [(index(k), names[result[k].i] if type(result[k]) is G.Sym
-                   else splat(result[k])) for k in positions
-                  if type(result[k]) is G.Sym or write_constants]
+        (stores,) = _segment_stores(result, positions, index, write_constants, segment_of,
+                                    [names])
         for line in _store_lines(stores, out_name, vector_stores):
             body.line(line)
         return [body], 0, ops
@@ -420,11 +419,6 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
         for x in g.operands(i):
             if isinstance(x, int):
                 last_use[x] = max(last_use.get(x, -1), segment_of[i])
-    out_segment = {}
-    for k in positions:
-        r = result[k]
-        if type(r) is G.Sym:
-            out_segment[k] = segment_of[r.i]
     slot_of, nslots = _allocate_slots(g, order, segment_of, last_use)
     bodies: list[Writer] = [Writer() for _ in range(nseg)]
     names_by_seg: list[dict[int, str]] = [{} for _ in range(nseg)]
@@ -450,18 +444,29 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
         body.line(f"const T {names[i]} = {expr};")
         if i in slot_of:
             body.line(f"scratch[{slot_of[i]}] = {names[i]};")
-    stores_by_seg: list[list[tuple[int, str]]] = [[] for _ in range(nseg)]
-    for k in positions:
-        r = result[k]
-        if type(r) is G.Sym:
-            s = out_segment[k]
-            stores_by_seg[s].append((index(k), names_by_seg[s][r.i]))
-        elif write_constants:
-            stores_by_seg[-1].append((index(k), splat(r)))
+    stores_by_seg = _segment_stores(result, positions, index, write_constants, segment_of,
+                                    names_by_seg)
     for body, stores in zip(bodies, stores_by_seg, strict=True):
         for line in _store_lines(stores, out_name, vector_stores):
             body.line(line)
     return bodies, nslots, ops
+
+
+def _segment_stores(result: Sequence[object], positions: Sequence[int],
+                    index: Callable[[int], int], write_constants: bool,
+                    segment_of: dict[int, int], names_by_seg: list[dict[int, str]]
+                    ) -> list[list[tuple[int, str]]]:
+    """Per segment, the `(index(k), value)` stores of the outputs it computes, in the
+    order of `positions`; constant outputs (`write_constants`) go with the last."""
+    stores: list[list[tuple[int, str]]] = [[] for _ in names_by_seg]
+    for k in positions:
+        r = result[k]
+        if type(r) is G.Sym:
+            s = segment_of[r.i]
+            stores[s].append((index(k), names_by_seg[s][r.i]))
+        elif write_constants:
+            stores[-1].append((index(k), splat(r)))
+    return stores
 
 
 def _allocate_slots(g: G.Graph, order: Sequence[int], segment_of: dict[int, int],
