@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from grid_codegen.urdf_xml import name_problem
+from grid_rbd import _consumer_inputs as inputs
 from grid_rbd._env_knobs import parse_arch
 from grid_rbd._integrity import FILE_MODE, StoreError, atomic_write, is_digest
 from grid_rbd._store import (
@@ -129,56 +130,6 @@ def check_name(value: object, what: str) -> str:
 def consumer_root(consumer: str, cache_dir: str | os.PathLike | None = None) -> Path:
     """`<cache>/consumers/<consumer>` (the name validated)."""
     return cache_root(cache_dir) / "consumers" / check_name(consumer, "consumer")
-
-
-# -- inputs ------------------------------------------------------------------------------
-def _files(values: Sequence[str | os.PathLike], what: str,
-           suffixes: tuple[str, ...] | None) -> list[Path]:
-    if isinstance(values, (str, os.PathLike)):
-        raise ValueError(f"{what}s must be a list of paths, not one path")
-    out = []
-    for value in values:
-        text = os.fspath(value)
-        if "\0" in text:
-            raise ValueError(f"{what} {text!r} holds a NUL character")
-        path = Path(text).expanduser().resolve()
-        if not path.is_file():
-            raise FileNotFoundError(f"{what} not found: {path}")
-        if suffixes is not None and path.suffix not in suffixes:
-            raise ValueError(f"{what} {path.name}: expected a file ending in one of "
-                             f"{', '.join(suffixes)}")
-        out.append(path)
-    if len({p.name for p in out}) != len(out):
-        raise ValueError(f"{what}s must have distinct file names (each is one object): "
-                         f"{[p.name for p in out]}")
-    return out
-
-
-def _defines(defines: Sequence[str] | Mapping[str, Any] | None) -> list[str]:
-    if not defines:
-        return []
-    if isinstance(defines, Mapping):
-        items = [k if v is None else f"{k}={v}" for k, v in defines.items()]
-    else:
-        items = [str(d) for d in defines]
-    for item in items:
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*(=[^\0\n\r]*)?\Z", item):
-            raise ValueError(f"define {item[:80]!r} is not NAME or NAME=VALUE")
-    return sorted(items)
-
-
-def _flags(values: Sequence[str], what: str) -> list[str]:
-    if isinstance(values, str):
-        raise ValueError(f"{what} must be a list of flags, not a str")
-    out = [str(v) for v in values]
-    for flag in out:
-        if "\0" in flag:
-            raise ValueError(f"{what} entry {flag!r} holds a NUL character")
-    return out
-
-
-def _digests(paths: list[Path]) -> dict[str, str]:
-    return {p.name: sha256_bytes(p.read_bytes()) for p in paths}
 
 
 # -- the toolchain -------------------------------------------------------------------------
@@ -420,16 +371,17 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
     urdf = Path(urdf_path).expanduser().resolve()
     if not urdf.is_file():
         raise FileNotFoundError(f"URDF not found: {urdf}")
-    srcs = _files(sources, "source", SOURCE_SUFFIXES)
+    srcs = inputs.files(sources, "source", SOURCE_SUFFIXES)
     if not srcs:
         raise ValueError("sources must name at least one translation unit")
-    hdrs = _files(headers, "header", None)
+    hdrs = inputs.files(headers, "header", None)
     incs = [Path(os.fspath(d)).expanduser().resolve() for d in include_dirs]
     for d in incs:
         if not d.is_dir():
             raise FileNotFoundError(f"include_dirs entry is not a folder: {d}")
-    defs = _defines(defines)
-    xflags, lflags = _flags(extra_flags, "extra_flags"), _flags(link_flags, "link_flags")
+    defs = inputs.defines(defines)
+    xflags = inputs.flags(extra_flags, "extra_flags")
+    lflags = inputs.flags(link_flags, "link_flags")
     contacts = [str(c) for c in contact_frames or ()]
     if any(isinstance(x, str) for x in (ee_joint_names, algorithm_list, contact_frames,
                                         cost_frames)):
@@ -465,7 +417,7 @@ def build_artifact(consumer: str, name: str, urdf_path: str | os.PathLike, *,
         "codegen": options.to_dict(), "floating_base": bool(floating_base),
         "contact_frames": contacts, **({"cost_frames": costs} if costs else {}),
         **({"collision": coll.key(urdf_bytes, str(urdf))} if coll is not None else {}),
-        "sources": _digests(srcs), "headers": _digests(hdrs),
+        "sources": inputs.digests(srcs), "headers": inputs.digests(hdrs),
         "include_dirs": [str(d) for d in incs], "defines": defs, "extra_flags": xflags,
         "link_flags": lflags, "artifact_name": artifact_name, "identity": ident,
     }
