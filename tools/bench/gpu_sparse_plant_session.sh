@@ -7,7 +7,8 @@
 #      NCU_PROBES (.gprobe_DIR/probe_NAME; default g1/old g1/new; DIR/NAME:REGEX picks that
 #      entry's kernel) at NCU_BATCH (default 1,024), one after the other into ncu.txt, while
 #      the runtime builds;
-#   2. the gpu-tagged second-order and gradient-variant tests (pytest_so.txt);
+#   2. the gpu-tagged second-order and gradient-variant tests (pytest_so.txt; PYTEST_FILES
+#      names others);
 #   3. bench_plant.py --trace --variants for ROBOTS (default iiwa14,go2; BATCHES, default
 #      each robot's own; ALGORITHMS, default the core profile) in the time left.
 # STAGES (default "probes pytest plant") picks the stages; the runtime is built for the
@@ -45,7 +46,7 @@ done
 echo "probes done after $((SECONDS - start)) s"
 wait $core || echo "core build failed"
 echo "runtime built after $((SECONDS - start)) s"
-has pytest && timeout $(( $(left) / 2 )) python3 -m pytest -q -m gpu tests/test_second_order_kernels.py tests/test_tangents_gpu.py \
+has pytest && timeout $(( $(left) / 2 )) python3 -m pytest -q -m gpu ${PYTEST_FILES:-tests/test_second_order_kernels.py tests/test_tangents_gpu.py} \
   -p no:cacheprovider >"$out/pytest_so.txt" 2>&1
 echo "pytest rc=$? after $((SECONDS - start)) s"; tail -3 "$out/pytest_so.txt"
 limit=$(( $(left) - 10 ))
