@@ -114,15 +114,15 @@ def _torch_key(like: Any, batch: int, dt: float) -> tuple | None:
     import torch
     if torch.compiler.is_compiling():
         return None
-    index = like.get_device()  # -1 on the CPU
-    stream = 0
-    if index >= 0:
-        native = torch._C
-        if native._cuda_isCurrentStreamCapturing():
-            return None
-        raw = getattr(native, "_cuda_getCurrentRawStream", None)
-        stream = (raw(index) if raw is not None else
-                  torch.cuda.current_stream(like.device).cuda_stream)
+    if not like.is_cuda:
+        return ("torch", like.dtype, -1, 0, batch, dt)
+    native = torch._C
+    if native._cuda_isCurrentStreamCapturing():
+        return None
+    index = like.get_device()
+    raw = getattr(native, "_cuda_getCurrentRawStream", None)
+    stream = (raw(index) if raw is not None else
+              torch.cuda.current_stream(like.device).cuda_stream)
     return ("torch", like.dtype, index, stream, batch, dt)
 
 
