@@ -7,10 +7,13 @@ A body's entries of K (its dofs' columns, then its inertia, `BC` term and net fo
 need only the placements, velocities and accelerations of its own chain, so a group of
 bodies is a pass of its own: the whole table traced from `q`, every entry outside the
 group dead code. Each group recomputes its chain (the placements from `q` too), which
-costs work for latency: g1's 24 groups are at most 1,757 operations each (its wrists' own
-chains), 1.8x the single head's in all. At 2,500 operations a group (12 groups, at most
-2,441 each, 254 registers) the first kernel took 111.3 us at B = 1,024 on an H100; at
-1,760 (168 registers) 101.6 us, the same at 16,384 (the whole chip busy either way).
+costs work for latency. At 2,500 operations a group (g1: 12 groups, at most 2,441 each,
+254 registers) the first kernel took 111.3 us at B = 1,024 on an H100; at 1,760 (24
+groups, at most 1,766: its wrists' own chains; 168 registers) 101.6 us. At 1,200 (30
+groups, the same longest; 128 registers, so more warps an SM; 6% more work in all) the
+head of `idsva_so` takes 73.7 us against 79.6 at 1,024 and 705 against 730 at 16,384
+(H100, `tools/bench/gather_probe`); 900 groups g1 and go2 the same way. go2: 13 groups
+of at most 1,026 (7 of at most 1,677 at 1,760).
 
 Groups are runs of consecutive bodies (the tree's depth-first order, so mostly a parent
 and its children, which share a chain) of at most GROUP_OPS traced operations, a body
@@ -33,7 +36,7 @@ from grid_codegen.registry import Algorithm, Dims
 from grid_codegen.symbolic import idsva
 from grid_codegen.symbolic.emit import Array, ItemBuilder, PassLibrary
 
-GROUP_OPS = 1760
+GROUP_OPS = 1200
 """Traced operations per group (a body heavier than that is a group of its own)."""
 
 MIN_BODIES = 8

@@ -399,8 +399,8 @@ GRID_INLINE void idsva_move4(double* out, const double* v) {
 /// warp's zeroed `stage` (`Chunk` scalars in shared memory, 16-byte aligned, per warp),
 /// then lanes store four consecutive entries each, so a warp's stores fill whole sectors
 /// while its products are not spent on the structural zeros (each loads 12 or 24 shared
-/// scalars). A lane's code of the warp's next chunk is loaded one chunk ahead (the table
-/// is read through L2). Elsewhere the chunks are zeroed and filled in turn. Out of line:
+/// scalars). A lane's code of the warp's next chunk is loaded one chunk ahead and the
+/// bounds of the chunk after it two ahead (the tables are read through L2). Elsewhere the chunks are zeroed and filled in turn. Out of line:
 /// inlined in the gather kernel (128 registers) its loop spilled (Nsight Compute, g1 at
 /// 1,024: 8.3 M local spill requests against 0.6 M); the caller's live values are saved
 /// once.
@@ -416,20 +416,24 @@ GRID_NOINLINE void idsva_gather_sparse(const unsigned long long* GRID_RESTRICT c
     const int lane = rank & 31, warps = team >> 5;
     T* const mine = stage + Chunk * (rank >> 5);
     int c = rank >> 5;
-    int k = 0, end = 0, slot = 0;
+    // Chunk c's bounds and this lane's code are in hand, chunk c + warps's bounds too: an
+    // iteration issues the next chunk's code load and the bounds of the one after, so
+    // neither waits on the other (two L2 round trips in a row) at the top of the loop.
+    int k = 0, end = 0, slot = 0, next_k = 0, next_end = 0;
     unsigned long long code = 0ull;
     if (c < count) {
       k = chunks[c] + lane;
       end = chunks[c + 1];
       if (k < end) code = codes[k], slot = slots[k];
     }
+    if (c + warps < count) next_k = chunks[c + warps] + lane, next_end = chunks[c + warps + 1];
     for (; c < count; c += warps) {
-      int next_k = 0, next_end = 0, next_slot = 0;
+      int next_slot = 0, after_k = 0, after_end = 0;
       unsigned long long next_code = 0ull;
-      if (c + warps < count) {
-        next_k = chunks[c + warps] + lane;
-        next_end = chunks[c + warps + 1];
-        if (next_k < next_end) next_code = codes[next_k], next_slot = slots[next_k];
+      if (next_k < next_end) next_code = codes[next_k], next_slot = slots[next_k];
+      if (c + 2 * warps < count) {
+        after_k = chunks[c + 2 * warps] + lane;
+        after_end = chunks[c + 2 * warps + 1];
       }
       idsva_zero(mine, Chunk, lane, 32);
       __syncwarp();
@@ -441,6 +445,7 @@ GRID_NOINLINE void idsva_gather_sparse(const unsigned long long* GRID_RESTRICT c
         if (Chunk * c + o < n) idsva_move4<Once>(out + Chunk * c + o, mine + o);
       __syncwarp();  // the stage is read before the next chunk zeroes it
       k = next_k, end = next_end, code = next_code, slot = next_slot;
+      next_k = after_k, next_end = after_end;
     }
     return;
   }
