@@ -400,10 +400,10 @@ GRID_INLINE void idsva_move4(double* out, const double* v) {
 /// then lanes store four consecutive entries each, so a warp's stores fill whole sectors
 /// while its products are not spent on the structural zeros (each loads 12 or 24 shared
 /// scalars). A lane's code of the warp's next chunk is loaded one chunk ahead and the
-/// bounds of the chunk after it two ahead (the tables are read through L2). Elsewhere the chunks are zeroed and filled in turn. Out of line:
-/// inlined in the gather kernel (128 registers) its loop spilled (Nsight Compute, g1 at
-/// 1,024: 8.3 M local spill requests against 0.6 M); the caller's live values are saved
-/// once.
+/// bounds of the chunk after it two ahead (the tables are read through L2). Elsewhere the
+/// chunks are zeroed and filled in turn. Out of line: inlined in the gather kernel (128
+/// registers) its loop spilled (Nsight Compute, g1 at 1,024: 8.3 M local spill requests
+/// against 0.6 M); the caller's live values are saved once.
 template <typename T, bool Once, int Chunk>
 GRID_NOINLINE void idsva_gather_sparse(const unsigned long long* GRID_RESTRICT codes,
                                        const unsigned char* GRID_RESTRICT slots,
