@@ -12,8 +12,8 @@ costs work for latency. At 2,500 operations a group (g1: 12 groups, at most 2,44
 groups, at most 1,766: its wrists' own chains; 168 registers) 101.6 us. At 1,200 (30
 groups, the same longest; 128 registers, so more warps an SM; 6% more work in all) the
 head of `idsva_so` takes 73.7 us against 79.6 at 1,024 and 705 against 730 at 16,384
-(H100, `tools/bench/gather_probe`); 900 groups g1 and go2 the same way. go2: 13 groups
-of at most 1,026 (7 of at most 1,677 at 1,760).
+(H100, `tools/bench/gather_probe`; a limit of 900 gives g1 and go2 the same groups).
+go2: 13 groups of at most 1,026 operations (7 of at most 1,677 at 1,760).
 
 Groups are runs of consecutive bodies (the tree's depth-first order, so mostly a parent
 and its children, which share a chain) of at most GROUP_OPS traced operations, a body
