@@ -8,7 +8,7 @@
 #      entry's kernel) at NCU_BATCH (default 1,024), one after the other into ncu.txt, while
 #      the runtime builds;
 #   2. the gpu-tagged second-order and gradient-variant tests (pytest_so.txt; PYTEST_FILES
-#      names others);
+#      names others), in half the time left (all of it without the plant stage);
 #   3. bench_plant.py --trace --variants for ROBOTS (default iiwa14,go2; BATCHES, default
 #      each robot's own; ALGORITHMS, default the core profile) in the time left.
 # STAGES (default "probes pytest plant") picks the stages; the runtime is built for the
@@ -46,7 +46,8 @@ done
 echo "probes done after $((SECONDS - start)) s"
 wait $core || echo "core build failed"
 echo "runtime built after $((SECONDS - start)) s"
-has pytest && timeout $(( $(left) / 2 )) python3 -m pytest -q -m gpu ${PYTEST_FILES:-tests/test_second_order_kernels.py tests/test_tangents_gpu.py} \
+share=2; has plant || share=1  # without the plant stage, pytest takes the time left
+has pytest && timeout $(( $(left) / share - 10 )) python3 -m pytest -q -m gpu ${PYTEST_FILES:-tests/test_second_order_kernels.py tests/test_tangents_gpu.py} \
   -p no:cacheprovider >"$out/pytest_so.txt" 2>&1
 echo "pytest rc=$? after $((SECONDS - start)) s"; tail -3 "$out/pytest_so.txt"
 limit=$(( $(left) - 10 ))
