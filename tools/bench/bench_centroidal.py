@@ -1,6 +1,7 @@
 """A build profile per item: every algorithm of it ("centroidal" by default, or
-`--profile second_order`), per robot at the issue's batch (centroidal: iiwa14 and go2 at
-65,536, g1 at 16,384; second order: 1,024, `--batch` to change), beside the output-write
+`--profile second_order` / `kinematics`), per robot at the issue's batch (centroidal:
+iiwa14 and go2 at 65,536, g1 at 16,384; second order: 1,024; kinematics: 65,536, with
+`frame_jacobian` in each reference frame; `--batch` to change), beside the output-write
 bound (the time to fill a buffer of the same size), on the CPU (numpy handle, `out=`
 buffers, all cores or `--threads`) or the GPU (torch handle on CUDA tensors, `out=`).
 
@@ -44,7 +45,10 @@ import grid_rbd  # noqa: E402
 from grid_codegen.registry import PROFILES, algorithm  # noqa: E402
 
 BATCHES = {"centroidal": {"iiwa14": 65536, "go2": 65536, "g1": 16384},
-           "second_order": {"iiwa14": 1024, "go2": 1024, "g1": 1024}}
+           "second_order": {"iiwa14": 1024, "go2": 1024, "g1": 1024},
+           "kinematics": {"iiwa14": 65536, "go2": 65536, "g1": 65536}}
+FRAME_REFERENCES = ("LOCAL_WORLD_ALIGNED", "WORLD", "LOCAL")
+"""`--profile kinematics` also times `frame_jacobian` of the first end effector in each."""
 
 
 def _urdf(robot: str) -> tuple[Path, bool]:
@@ -198,7 +202,49 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
                                 for k in row["device_kernels"])
         rows.append(row)
         print(text, flush=True)
+    if profile == "kinematics" and not algorithms and not variant:
+        rows += _bench_frame_jacobian(handle, robot, states["q"], batch, dtype, device,
+                                      reps, sync)
     handle.close()
+    return rows
+
+
+def _bench_frame_jacobian(handle: Any, robot: str, q: Any, batch: int, dtype: str,
+                          device: str, reps: int, sync: Any) -> list[dict]:
+    """`frame_jacobian(q, ee, reference)` (no `out=`: a new `(B, 6, nv)` array per call)
+    beside the fill of an array of that size."""
+    frame = handle.ee_names[0]
+    if device == "cuda":
+        import torch
+        out = torch.empty((batch, 6, handle.nv), dtype=getattr(torch, dtype), device="cuda")
+        fill = out.zero_
+    else:
+        out = np.empty((batch, 6, handle.nv), np.dtype(dtype))
+        def fill(out=out):
+            out.fill(0)
+    bound = _median_seconds(fill, reps, sync)
+    rows = []
+    for reference in FRAME_REFERENCES:
+        call = lambda r=reference: handle.frame_jacobian(q, frame, r)  # noqa: E731
+        seconds = _median_seconds(call, reps, sync)
+        row = {"robot": robot, "profile": "kinematics", "algorithm": "frame_jacobian",
+               "reference_frame": reference, "frame": frame, "batch": batch, "dtype": dtype,
+               "variant": "dispatch", "device": device, "ns_per_item": seconds / batch * 1e9,
+               "write_bound_ns_per_item": bound / batch * 1e9,
+               "ratio_to_write_bound": seconds / bound,
+               "bytes_per_item": 6 * handle.nv * np.dtype(dtype).itemsize}
+        text = (f"{robot:7s} frame_jacobian {reference:19s} {seconds / batch * 1e9:10.1f} "
+                f"ns/item  (write bound {bound / batch * 1e9:7.1f}, x{seconds / bound:6.1f})")
+        if device == "cuda":
+            queued = _pipelined_seconds(call, reps, 3, sync)
+            queued_bound = _pipelined_seconds(fill, reps, 3, sync)
+            row.update({"queued_ns_per_item": queued / batch * 1e9,
+                        "queued_write_bound_ns_per_item": queued_bound / batch * 1e9,
+                        "queued_ratio_to_write_bound": queued / queued_bound})
+            text += (f"; queued {queued / batch * 1e9:7.1f} (bound "
+                     f"{queued_bound / batch * 1e9:7.1f}, x{queued / queued_bound:5.2f})")
+        rows.append(row)
+        print(text, flush=True)
     return rows
 
 
