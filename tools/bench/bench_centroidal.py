@@ -18,7 +18,8 @@ fill runs on one thread, the kernels on all of them: a ratio below 1 is possible
 Each call waits for the device, so a GPU figure includes the host's per-call work; the
 GPU rows also give the `queued` figures: `--reps` calls back to back and one wait (the
 median of 3 such runs), for the method and the fill alike (a loop that does not wait per
-call).
+call), and `events`: CUDA events recorded around one call, as the side-by-side script
+times.
 """
 
 from __future__ import annotations
@@ -97,6 +98,25 @@ def _pipelined_seconds(fn: Any, calls: int, reps: int, sync: Any = None) -> floa
             sync()
         del result
         times.append((time.perf_counter() - start) / calls)
+    return statistics.median(times)
+
+
+def _event_seconds(fn: Any, reps: int) -> float:
+    """Median over `reps` of CUDA events recorded around one call on the current stream
+    (what the side-by-side script reports): the device's time from the call's first
+    launch being possible to its last kernel's end, the host's launch path included where
+    the stream waited on it."""
+    import torch
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(reps):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3)
     return statistics.median(times)
 
 
@@ -187,14 +207,17 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
         text = (f"{robot:7s} {name:28s} {seconds / batch * 1e9:10.1f} ns/item  "
                 f"(write bound {bound / batch * 1e9:7.1f}, x{seconds / bound:6.1f})")
         if device == "cuda":
+            events = _event_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o), reps)
             queued = _pipelined_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o),
                                         reps, 3, sync)
             queued_bound = _pipelined_seconds(fill, reps, 3, sync)
             row.update({"queued_ns_per_item": queued / batch * 1e9,
                         "queued_write_bound_ns_per_item": queued_bound / batch * 1e9,
-                        "queued_ratio_to_write_bound": queued / queued_bound})
+                        "queued_ratio_to_write_bound": queued / queued_bound,
+                        "events_ns_per_item": events / batch * 1e9})
             text += (f"; queued {queued / batch * 1e9:7.1f} (bound "
-                     f"{queued_bound / batch * 1e9:7.1f}, x{queued / queued_bound:5.2f})")
+                     f"{queued_bound / batch * 1e9:7.1f}, x{queued / queued_bound:5.2f}); "
+                     f"events {events / batch * 1e9:7.2f}")
             if trace:
                 row["device_kernels"] = _device_kernels(
                     lambda m=method, i=inputs, o=out: m(*i, out=o), reps)
