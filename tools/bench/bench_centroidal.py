@@ -227,13 +227,14 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
         print(text, flush=True)
     if profile == "kinematics" and not algorithms and not variant:
         rows += _bench_frame_jacobian(handle, robot, states["q"], batch, dtype, device,
-                                      reps, sync)
+                                      reps, sync, trace)
     handle.close()
     return rows
 
 
 def _bench_frame_jacobian(handle: Any, robot: str, q: Any, batch: int, dtype: str,
-                          device: str, reps: int, sync: Any) -> list[dict]:
+                          device: str, reps: int, sync: Any, trace: bool = False
+                          ) -> list[dict]:
     """`frame_jacobian(q, ee, reference)` (no `out=`: a new `(B, 6, nv)` array per call)
     beside the fill of an array of that size."""
     frame = handle.ee_names[0]
@@ -266,6 +267,10 @@ def _bench_frame_jacobian(handle: Any, robot: str, q: Any, batch: int, dtype: st
                         "queued_ratio_to_write_bound": queued / queued_bound})
             text += (f"; queued {queued / batch * 1e9:7.1f} (bound "
                      f"{queued_bound / batch * 1e9:7.1f}, x{queued / queued_bound:5.2f})")
+            if trace:
+                row["device_kernels"] = _device_kernels(call, reps)
+                text += "".join(f"\n    {k['us_per_call']:9.1f} us  {k['name'][:90]}"
+                                for k in row["device_kernels"])
         rows.append(row)
         print(text, flush=True)
     return rows
