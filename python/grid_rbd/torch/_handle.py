@@ -21,6 +21,7 @@ All paths apply the same rules:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,11 @@ class _Spec:
     widths: tuple[int, ...]
     required: int  # leading inputs that must be given
     output: tuple[int, ...]  # per item
+
+    @property
+    def size(self) -> int:
+        """Scalars per item of the output."""
+        return math.prod(self.output)
 
 
 class TorchRobotHandle(FrameworkHandle):
@@ -151,18 +157,39 @@ class TorchRobotHandle(FrameworkHandle):
     def _run(self, method: Method, args: tuple, kwargs: dict[str, Any]) -> torch.Tensor:
         spec = self._specs.get(method.name)
         if spec is not None and len(args) >= spec.required and \
-                (not kwargs or (len(kwargs) == 1 and "gravity" in kwargs
-                                and method.uses_gravity)) and \
                 not torch.compiler.is_compiling():
-            gravity = kwargs["gravity"] if kwargs else GRAVITY
-            prepared = self._fast_inputs(spec, args)
-            if prepared is not None and type(gravity) in (float, int) and \
-                    self._base._binding.prepare_call():
-                inputs, batch, grad = prepared
-                if grad and torch.is_grad_enabled():
-                    return self._differentiate(method, inputs, float(gravity))
-                return self._launch_new(spec, inputs, batch, float(gravity))
+            out = kwargs.get("out")
+            known = len(kwargs) - (out is not None) - ("gravity" in kwargs)
+            gravity = kwargs.get("gravity", GRAVITY)
+            if known == 0 and ("gravity" not in kwargs or method.uses_gravity) and \
+                    type(gravity) in (float, int):
+                prepared = self._fast_inputs(spec, args)
+                if prepared is not None and self._base._binding.prepare_call():
+                    inputs, batch, grad = prepared
+                    grad = grad and torch.is_grad_enabled()
+                    if out is None:
+                        if grad:
+                            return self._differentiate(method, inputs, float(gravity))
+                        return self._launch_new(spec, inputs, batch, float(gravity))
+                    if not grad and self._plain_out(spec, out, batch):
+                        spec.launcher(out.data_ptr(), batch, float(gravity),
+                                      _ops.current_stream(self._device) if self._is_cuda
+                                      else 0, 0, 0, 0,
+                                      *[0 if t is None else t.data_ptr() for t in inputs])
+                        return out.view((batch, *spec.output))
         return self._run_checked(method, args, kwargs)
+
+    def _plain_out(self, spec: _Spec, out: Any, batch: int) -> bool:
+        """Whether `out` takes the launch as it is: a contiguous tensor of the compute
+        dtype on the handle's device, `batch` rows of the output's size, no autograd (the
+        checked path explains anything else)."""
+        if type(out) is not _Tensor or out.dtype is not self._dtype or \
+                out.is_cuda is not self._is_cuda or out.requires_grad or out.is_neg():
+            return False
+        if self._is_cuda and out.get_device() != self._device_index:
+            return False
+        return out.dim() >= 1 and out.shape[0] == batch and \
+            out.numel() == batch * spec.size and out.is_contiguous()
 
     def _fast_inputs(self, spec: _Spec, args: tuple
                      ) -> tuple[list[torch.Tensor | None], int, bool] | None:
