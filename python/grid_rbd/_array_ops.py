@@ -61,10 +61,20 @@ class ArrayOps:
         return x[tuple(index)]
 
     def cross(self, a: Any, b: Any, axis: int) -> Any:
-        """`a × b` along `axis` (length 3), broadcasting the others."""
-        a0, a1, a2 = (self.part(a, k, axis) for k in range(3))
-        b0, b1, b2 = (self.part(b, k, axis) for k in range(3))
-        return self.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis)
+        """`a × b` along `axis` (length 3), broadcasting the others: the framework's own
+        cross product, one kernel on torch (ten elementwise ones written out)."""
+        if self.kind == "torch":
+            a, b = self.m.broadcast_tensors(a, b)
+            return self.m.linalg.cross(a, b, dim=axis)
+        return self.m.cross(a, b, axis=axis)
+
+    def apply3(self, R: Any, x: Any, transpose: bool = False) -> Any:
+        """`R x` (or `R^T x`) for rotations `R (B, 3, 3)` and `x (B, 3, n)` by
+        broadcasting and a sum: as matmuls of 3x3 blocks these went through torch's
+        batched GEMM, 128-261 us for 65,536 items on an H100."""
+        if transpose:
+            return (R[:, :, :, None] * x[:, :, None, :]).sum(1)
+        return (R[:, :, :, None] * x[:, None, :, :]).sum(2)
 
     def skew(self, w: Any) -> Any:
         """`(B, 3) -> (B, 3, 3)`: the matrix of `w × .`."""

@@ -120,7 +120,10 @@ def frame_pose(ops: _Ops, R_all: Any, p_all: Any, f: FrameInfo) -> tuple[Any, An
     if f.body < 0:
         return Rf[None] + 0 * R_all[:, 0], pf[None] + 0 * p_all[:, 0]
     Rb, pb = R_all[:, f.body], p_all[:, f.body]
-    return Rb @ Rf, (Rb @ pf[:, None])[..., 0] + pb
+    # A body's own frame (a moving joint) has no offset: no arithmetic at all.
+    R = Rb if np.array_equal(f.R, np.eye(3)) else ops.apply3(Rb, Rf[None])
+    p = pb if not f.p.any() else ops.apply3(Rb, pf[None, :, None])[..., 0] + pb
+    return R, p
 
 
 def _shift(ops: _Ops, J: Any, p: Any) -> Any:
@@ -132,8 +135,7 @@ def _shift(ops: _Ops, J: Any, p: Any) -> Any:
 
 def _rotate_t(ops: _Ops, R: Any, J: Any) -> Any:
     """`[R^T lin; R^T ang]` column by column."""
-    RT = ops.swap(R)
-    return ops.cat([RT @ J[:, :3], RT @ J[:, 3:]], 1)
+    return ops.cat([ops.apply3(R, J[:, :3], True), ops.apply3(R, J[:, 3:], True)], 1)
 
 
 def frame_jacobian(ops: _Ops, kin: tuple, f: FrameInfo, rf: str) -> Any:
