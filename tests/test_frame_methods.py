@@ -184,3 +184,21 @@ def test_frame_methods_on_cuda_tensors(tmp_path):
     np.testing.assert_allclose(th.osc_inertia(q, "FL_foot").cpu().numpy(),
                                ref.osc_inertia(s.q, "FL_foot"), rtol=1e-8)
     th.close()
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_rotation_products_agree_on_both_paths(monkeypatch, transpose):
+    """`ArrayOps.apply3`: the GPU path (broadcast products) against the CPU path (matmul),
+    on numpy arrays with the GPU path forced, and against einsum."""
+    from grid_rbd._array_ops import ArrayOps
+    rng = np.random.default_rng(3)
+    R, x = rng.standard_normal((5, 3, 3)), rng.standard_normal((5, 3, 4))
+    ops = ArrayOps(R)
+    cpu = ops.apply3(R, x, transpose)
+    monkeypatch.setattr(ArrayOps, "on_gpu", property(lambda self: True))
+    gpu = ops.apply3(R, x, transpose)
+    want = np.einsum("bki,bkc->bic" if transpose else "bik,bkc->bic", R, x)
+    np.testing.assert_allclose(cpu, want, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(gpu, want, rtol=1e-13, atol=1e-13)
+    C = rng.standard_normal((1, 3, 3))  # a constant (a frame's offset) over the batch
+    np.testing.assert_allclose(ops.apply3(R, C), R @ C, rtol=1e-13, atol=1e-13)

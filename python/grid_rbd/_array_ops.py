@@ -69,12 +69,25 @@ class ArrayOps:
         return self.m.cross(a, b, axis=axis)
 
     def apply3(self, R: Any, x: Any, transpose: bool = False) -> Any:
-        """`R x` (or `R^T x`) for rotations `R (B, 3, 3)` and `x (B, 3, n)` by
-        broadcasting and a sum: as matmuls of 3x3 blocks these went through torch's
-        batched GEMM, 128-261 us for 65,536 items on an H100."""
+        """`R x` (or `R^T x`) for rotations `R (B, 3, 3)` and `x (B, 3, n)`. On a GPU by
+        broadcasting and a sum: as matmuls of 3x3 blocks they went through torch's batched
+        GEMM, 128-261 us for 65,536 items on an H100. On the CPU the matmul is the faster
+        (torch at 4,096 items: 2.3 against 2.7 ms for a LOCAL frame Jacobian)."""
+        if not self.on_gpu:
+            return (self.swap(R) if transpose else R) @ x
         if transpose:
             return (R[:, :, :, None] * x[:, :, None, :]).sum(1)
         return (R[:, :, :, None] * x[:, None, :, :]).sum(2)
+
+    @property
+    def on_gpu(self) -> bool:
+        """Whether the arrays live on a GPU (torch CUDA tensors; JAX on a GPU backend)."""
+        if self.kind == "torch":
+            return bool(self.like.is_cuda)
+        if self.kind == "jax":
+            import jax
+            return jax.default_backend() == "gpu"
+        return False
 
     def skew(self, w: Any) -> Any:
         """`(B, 3) -> (B, 3, 3)`: the matrix of `w × .`."""
