@@ -38,6 +38,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+from bench_latency import time_events  # noqa: E402
 from sidebyside_common import use_tree, write_rows  # noqa: E402
 
 use_tree(REPO)
@@ -98,25 +99,6 @@ def _pipelined_seconds(fn: Any, calls: int, reps: int, sync: Any = None) -> floa
             sync()
         del result
         times.append((time.perf_counter() - start) / calls)
-    return statistics.median(times)
-
-
-def _event_seconds(fn: Any, reps: int) -> float:
-    """Median over `reps` of CUDA events recorded around one call on the current stream
-    (what the side-by-side script reports): the device's time from the call's first
-    launch being possible to its last kernel's end, the host's launch path included where
-    the stream waited on it."""
-    import torch
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
     return statistics.median(times)
 
 
@@ -207,7 +189,8 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
         text = (f"{robot:7s} {name:28s} {seconds / batch * 1e9:10.1f} ns/item  "
                 f"(write bound {bound / batch * 1e9:7.1f}, x{seconds / bound:6.1f})")
         if device == "cuda":
-            events = _event_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o), reps)
+            events = time_events(lambda m=method, i=inputs, o=out: m(*i, out=o), reps,
+                                 warmup=1) * 1e-6
             queued = _pipelined_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o),
                                         reps, 3, sync)
             queued_bound = _pipelined_seconds(fill, reps, 3, sync)
