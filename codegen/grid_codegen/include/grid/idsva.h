@@ -37,17 +37,6 @@ GRID_INLINE void idsva_mcross(const T* v, const T* m, T* out) {
   motion_cross_add(v, m, out);
 }
 
-/// out = v x* (Y x) - Y (v x) (the rate of the rigid inertia Y along v, applied to x).
-template <typename T>
-GRID_INLINE void idsva_var(const T* Y, const T* v, const T* x, T* out) {
-  T Yx[6], vx[6], t[6];
-  inertia_apply(Y, x, Yx);
-  idsva_fcross(v, Yx, out);
-  idsva_mcross(v, x, vx);
-  inertia_apply(Y, vx, t);
-  for (int k = 0; k < 6; ++k) out[k] -= t[k];
-}
-
 /// out = A x and out = A^T x (A 6x6 row-major). Not spatial.h's mat6_vec: that one starts
 /// from T(0), which the CPU build's plain vectors of items cannot construct.
 template <typename T>
@@ -63,8 +52,8 @@ GRID_INLINE void idsva_mat_t(const T* A, const T* x, T* out) {
   }
 }
 
-/// out = v x* Yx - Y m: the rate of Y along v applied to x (idsva_var), given Yx = Y x
-/// and m = v x x, which the turn shares between its vectors.
+/// out = var(v) x = v x* (Y x) - Y (v x x), the rate of the rigid inertia Y along v applied
+/// to x, given Yx = Y x and m = v x x (the turn shares them between its vectors).
 template <typename T>
 GRID_INLINE void idsva_var_shared(const T* Y, const T* v, const T* Yx, const T* m, T* out) {
   T t[6];
