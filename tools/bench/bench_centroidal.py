@@ -164,55 +164,65 @@ def bench_robot(robot: str, device: str, dtype: str, reps: int, store: str,
         entry = algorithm(name)
         size = entry.output_size(handle._dims)
         inputs = [states.get(p.name) for p in entry.inputs]  # f_ext: None
-        if device == "cuda":
-            import torch
-            out = torch.empty((batch, size), dtype=getattr(torch, dtype), device="cuda")
-            fill = out.zero_
-        else:
-            out = np.empty((batch, size), npdtype)
-            def fill(out=out):
-                out.fill(0)
+        out, fill = _output_and_fill((batch, size), dtype, device)
         if variant and variant not in handle.variants(name):
             print(f"{robot:7s} {name:28s} has no variant {variant!r} "
                   f"(it has {', '.join(handle.variants(name))})", flush=True)
             continue
         handle.set_variant_for(name, variant)
         method = getattr(handle, name)
-        seconds = _median_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o), reps, sync)
-        bound = _median_seconds(fill, reps, sync)
         row = {"robot": robot, "profile": profile, "algorithm": name, "batch": batch,
-               "dtype": dtype, "variant": variant or "dispatch",
-               "device": device, "ns_per_item": seconds / batch * 1e9,
-               "write_bound_ns_per_item": bound / batch * 1e9,
-               "ratio_to_write_bound": seconds / bound,
+               "dtype": dtype, "variant": variant or "dispatch", "device": device,
                "bytes_per_item": size * npdtype.itemsize}
-        text = (f"{robot:7s} {name:28s} {seconds / batch * 1e9:10.1f} ns/item  "
-                f"(write bound {bound / batch * 1e9:7.1f}, x{seconds / bound:6.1f})")
-        if device == "cuda":
-            events = time_events(lambda m=method, i=inputs, o=out: m(*i, out=o), reps,
-                                 warmup=1) * 1e-6
-            queued = _pipelined_seconds(lambda m=method, i=inputs, o=out: m(*i, out=o),
-                                        reps, 3, sync)
-            queued_bound = _pipelined_seconds(fill, reps, 3, sync)
-            row.update({"queued_ns_per_item": queued / batch * 1e9,
-                        "queued_write_bound_ns_per_item": queued_bound / batch * 1e9,
-                        "queued_ratio_to_write_bound": queued / queued_bound,
-                        "events_ns_per_item": events / batch * 1e9})
-            text += (f"; queued {queued / batch * 1e9:7.1f} (bound "
-                     f"{queued_bound / batch * 1e9:7.1f}, x{queued / queued_bound:5.2f}); "
-                     f"events {events / batch * 1e9:7.2f}")
-            if trace:
-                row["device_kernels"] = _device_kernels(
-                    lambda m=method, i=inputs, o=out: m(*i, out=o), reps)
-                text += "".join(f"\n    {k['us_per_call']:9.1f} us  {k['name'][:90]}"
-                                for k in row["device_kernels"])
-        rows.append(row)
-        print(text, flush=True)
+        rows.append(_timed_row(row, f"{robot:7s} {name:28s}",
+                               lambda m=method, i=inputs, o=out: m(*i, out=o), fill,
+                               reps, sync, trace))
     if profile == "kinematics" and not algorithms and not variant:
         rows += _bench_frame_jacobian(handle, robot, states["q"], batch, dtype, device,
                                       reps, sync, trace)
     handle.close()
     return rows
+
+
+def _output_and_fill(shape: tuple[int, ...], dtype: str, device: str) -> tuple[Any, Any]:
+    """An output buffer on `device` and the call that fills it with zeros (the bound)."""
+    if device == "cuda":
+        import torch
+        out = torch.empty(shape, dtype=getattr(torch, dtype), device="cuda")
+        return out, out.zero_
+    out = np.empty(shape, np.dtype(dtype))
+    return out, lambda: out.fill(0)
+
+
+def _timed_row(row: dict, label: str, call: Any, fill: Any, reps: int, sync: Any,
+               trace: bool) -> dict:
+    """`row` with `call`'s figures per item beside `fill`'s (the write bound): waited
+    for, and on CUDA queued, by events and (`trace`) its kernels; printed on one line."""
+    batch = row["batch"]
+    seconds = _median_seconds(call, reps, sync)
+    bound = _median_seconds(fill, reps, sync)
+    row.update({"ns_per_item": seconds / batch * 1e9,
+                "write_bound_ns_per_item": bound / batch * 1e9,
+                "ratio_to_write_bound": seconds / bound})
+    text = (f"{label} {seconds / batch * 1e9:10.1f} ns/item  "
+            f"(write bound {bound / batch * 1e9:7.1f}, x{seconds / bound:6.1f})")
+    if row["device"] == "cuda":
+        events = time_events(call, reps, warmup=1) * 1e-6
+        queued = _pipelined_seconds(call, reps, 3, sync)
+        queued_bound = _pipelined_seconds(fill, reps, 3, sync)
+        row.update({"queued_ns_per_item": queued / batch * 1e9,
+                    "queued_write_bound_ns_per_item": queued_bound / batch * 1e9,
+                    "queued_ratio_to_write_bound": queued / queued_bound,
+                    "events_ns_per_item": events / batch * 1e9})
+        text += (f"; queued {queued / batch * 1e9:7.1f} (bound "
+                 f"{queued_bound / batch * 1e9:7.1f}, x{queued / queued_bound:5.2f}); "
+                 f"events {events / batch * 1e9:7.2f}")
+        if trace:
+            row["device_kernels"] = _device_kernels(call, reps)
+            text += "".join(f"\n    {k['us_per_call']:9.1f} us  {k['name'][:90]}"
+                            for k in row["device_kernels"])
+    print(text, flush=True)
+    return row
 
 
 def _bench_frame_jacobian(handle: Any, robot: str, q: Any, batch: int, dtype: str,
@@ -221,41 +231,16 @@ def _bench_frame_jacobian(handle: Any, robot: str, q: Any, batch: int, dtype: st
     """`frame_jacobian(q, ee, reference)` (no `out=`: a new `(B, 6, nv)` array per call)
     beside the fill of an array of that size."""
     frame = handle.ee_names[0]
-    if device == "cuda":
-        import torch
-        out = torch.empty((batch, 6, handle.nv), dtype=getattr(torch, dtype), device="cuda")
-        fill = out.zero_
-    else:
-        out = np.empty((batch, 6, handle.nv), np.dtype(dtype))
-        def fill(out=out):
-            out.fill(0)
-    bound = _median_seconds(fill, reps, sync)
+    _, fill = _output_and_fill((batch, 6, handle.nv), dtype, device)
     rows = []
     for reference in FRAME_REFERENCES:
-        call = lambda r=reference: handle.frame_jacobian(q, frame, r)  # noqa: E731
-        seconds = _median_seconds(call, reps, sync)
         row = {"robot": robot, "profile": "kinematics", "algorithm": "frame_jacobian",
                "reference_frame": reference, "frame": frame, "batch": batch, "dtype": dtype,
-               "variant": "dispatch", "device": device, "ns_per_item": seconds / batch * 1e9,
-               "write_bound_ns_per_item": bound / batch * 1e9,
-               "ratio_to_write_bound": seconds / bound,
+               "variant": "dispatch", "device": device,
                "bytes_per_item": 6 * handle.nv * np.dtype(dtype).itemsize}
-        text = (f"{robot:7s} frame_jacobian {reference:19s} {seconds / batch * 1e9:10.1f} "
-                f"ns/item  (write bound {bound / batch * 1e9:7.1f}, x{seconds / bound:6.1f})")
-        if device == "cuda":
-            queued = _pipelined_seconds(call, reps, 3, sync)
-            queued_bound = _pipelined_seconds(fill, reps, 3, sync)
-            row.update({"queued_ns_per_item": queued / batch * 1e9,
-                        "queued_write_bound_ns_per_item": queued_bound / batch * 1e9,
-                        "queued_ratio_to_write_bound": queued / queued_bound})
-            text += (f"; queued {queued / batch * 1e9:7.1f} (bound "
-                     f"{queued_bound / batch * 1e9:7.1f}, x{queued / queued_bound:5.2f})")
-            if trace:
-                row["device_kernels"] = _device_kernels(call, reps)
-                text += "".join(f"\n    {k['us_per_call']:9.1f} us  {k['name'][:90]}"
-                                for k in row["device_kernels"])
-        rows.append(row)
-        print(text, flush=True)
+        rows.append(_timed_row(row, f"{robot:7s} frame_jacobian {reference:19s}",
+                               lambda r=reference: handle.frame_jacobian(q, frame, r),
+                               fill, reps, sync, trace))
     return rows
 
 
