@@ -21,7 +21,6 @@ All paths apply the same rules:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,11 +47,7 @@ class _Spec:
     widths: tuple[int, ...]
     required: int  # leading inputs that must be given
     output: tuple[int, ...]  # per item
-
-    @property
-    def size(self) -> int:
-        """Scalars per item of the output."""
-        return math.prod(self.output)
+    size: int  # scalars per item of the output
 
 
 class TorchRobotHandle(FrameworkHandle):
@@ -93,7 +88,7 @@ class TorchRobotHandle(FrameworkHandle):
             m.name: _Spec(m, launcher(base._binding, self._ids[m.name]), m.widths(dims),
                           next((k for k, p in enumerate(m.inputs) if not p.required),
                                len(m.inputs)),
-                          m.output_shape(dims))
+                          m.output_shape(dims), m.output_size(dims))
             for m in METHODS if m.name in self._ids}
         # The backward's launch groups: the gradient kernel, then (forward dynamics) the
         # method itself for M^-1 ct; one admission and one stamp read each.
@@ -172,10 +167,7 @@ class TorchRobotHandle(FrameworkHandle):
                             return self._differentiate(method, inputs, float(gravity))
                         return self._launch_new(spec, inputs, batch, float(gravity))
                     if not grad and self._plain_out(spec, out, batch):
-                        spec.launcher(out.data_ptr(), batch, float(gravity),
-                                      _ops.current_stream(self._device) if self._is_cuda
-                                      else 0, 0, 0, 0,
-                                      *[0 if t is None else t.data_ptr() for t in inputs])
+                        self._launch_into(spec, out, inputs, batch, float(gravity))
                         return out.view((batch, *spec.output))
         return self._run_checked(method, args, kwargs)
 
@@ -228,10 +220,15 @@ class TorchRobotHandle(FrameworkHandle):
                     gravity: float) -> torch.Tensor:
         """The eager launch into a new output (no op dispatcher, no wait)."""
         out = torch.empty((batch, *spec.output), dtype=self._dtype, device=self._device)
+        self._launch_into(spec, out, inputs, batch, gravity)
+        return out
+
+    def _launch_into(self, spec: _Spec, out: torch.Tensor,
+                     inputs: list[torch.Tensor | None], batch: int, gravity: float) -> None:
+        """Enqueue `spec`'s kernel into `out` (checked by the caller) on the current stream."""
         stream = _ops.current_stream(self._device) if self._is_cuda else 0
         spec.launcher(out.data_ptr(), batch, gravity, stream, 0, 0, 0,
                       *[0 if t is None else t.data_ptr() for t in inputs])
-        return out
 
     def _launch_stamped(self, name: str, inputs: tuple[torch.Tensor | None, ...],
                         gravity: float) -> tuple[torch.Tensor, torch.Tensor]:
