@@ -140,6 +140,9 @@ class Algorithm:
         return tuple((name, tuple(d(dims) for d in shape)) for name, shape in self.parts)
 
 
+REFERENCE_FRAME_CODES = {"WORLD": 0, "LOCAL": 1, "LOCAL_WORLD_ALIGNED": 2}
+"""`frame_jacobian_indexed`'s reference-frame codes (Pinocchio's ReferenceFrame enum)."""
+
 NQ, NV, NB6, NEE6, NV2 = Dim("nq"), Dim("nv"), Dim("nb", 6), Dim("num_ees", 6), Dim("nv", 2)
 C3, C6, NB10 = Dim("one", 3), Dim("one", 6), Dim("nb", 10)
 NV3 = (NV, NV, NV)
@@ -244,6 +247,15 @@ ALGORITHMS: tuple[Algorithm, ...] = (
               (Dim("world_kinematics"),), False, profile="kinematics",
               parts=(("rotations", (Dim("nb"), C3, C3)), ("positions", (Dim("nb"), C3)),
                      ("motion_subspace", (C6, NV)), ("body_twists", (Dim("nb"), C6)))),
+    Algorithm("frame_jacobian_indexed",
+              "The geometric Jacobian [linear; angular rows] of any frame, chosen per item "
+              "(what frame_jacobian calls): frame[0] indexes the artifact's frame table "
+              "(body b's own frame for b < nb, then meta.json's frames), frame[1] is the "
+              "reference frame (0 WORLD, 1 LOCAL, 2 LOCAL_WORLD_ALIGNED); another index or "
+              "code gives NaN.",
+              (Q, Port("frame", Dim("one", 2),
+                       doc="[frame table index, reference frame code] per item")),
+              (C6, NV), False, profile="kinematics"),
     Algorithm("end_effector_pose_hessian",
               "d2(end-effector [xyz, rpy])/d eps_i d eps_j along the chart q (+) eps "
               "(symmetric; the free flyer moves by the exponential of its local twist).",

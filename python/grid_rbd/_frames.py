@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from grid_codegen.model import listing
+from grid_codegen.registry import REFERENCE_FRAME_CODES
 from grid_rbd._array_ops import ArrayOps as _Ops
 from grid_rbd.reference.frames import REFERENCE_FRAMES, check_reference_frame
 
@@ -30,7 +31,9 @@ _KINDS = ("joint", "fixed_joint", "link")
 @dataclass(frozen=True)
 class FrameInfo:
     """A frame as the handle knows it: the body it is fixed to (-1: the world), its
-    placement in that body's frame and the dofs that move it (`support`, nv 0/1)."""
+    placement in that body's frame, the dofs that move it (`support`, nv 0/1) and its
+    index in the artifact's frame table (`frame_jacobian_indexed`; -1 for a frame made
+    at run time, which the kernel does not know)."""
 
     name: str
     kind: str
@@ -38,6 +41,7 @@ class FrameInfo:
     R: np.ndarray
     p: np.ndarray
     support: np.ndarray
+    index: int = -1
 
 
 class FrameTable:
@@ -68,7 +72,8 @@ class FrameTable:
         return mask
 
     def _body_frame(self, body: int, name: str) -> FrameInfo:
-        return FrameInfo(name, "joint", body, np.eye(3), np.zeros(3), self.support(body))
+        return FrameInfo(name, "joint", body, np.eye(3), np.zeros(3), self.support(body),
+                         body)
 
     def resolve(self, frame: Any) -> FrameInfo:
         if isinstance(frame, (int, np.integer)) and not isinstance(frame, bool):
@@ -100,10 +105,11 @@ class FrameTable:
         out = []
         if kind in (None, "joint") and name in self.joint_names:
             out.append(self._body_frame(self.joint_names.index(name), name))
-        for fname, fkind, body, R, p in self.frames:
+        for k, (fname, fkind, body, R, p) in enumerate(self.frames):
             if fname == name and kind in (None, fkind):
                 out.append(FrameInfo(fname, fkind, body, R, p,
-                                     self.support(body) if body >= 0 else np.zeros(self.nv)))
+                                     self.support(body) if body >= 0 else np.zeros(self.nv),
+                                     len(self.tree) + k))
         return out
 
 
@@ -201,7 +207,7 @@ def offset_frame(f: FrameInfo, offset: Any) -> FrameInfo:
     offset = np.asarray(offset, dtype=np.float64).reshape(3)
     if not np.all(np.isfinite(offset)):
         raise ValueError(f"ee_offsets for '{f.name}' must be finite; got {offset}")
-    return FrameInfo(f.name, f.kind, f.body, f.R, f.p + f.R @ offset, f.support)
+    return FrameInfo(f.name, f.kind, f.body, f.R, f.p + f.R @ offset, f.support)  # no index
 
 
 def end_effector_targets(table: FrameTable, names: Any, offsets: Any, default: list[str]
@@ -272,13 +278,41 @@ class FrameMethods:
         return self.world_kinematics(ops.contiguous(q),
                                      None if qd is None else ops.contiguous(qd)), single
 
+    def _jacobian(self, q: Any, f: FrameInfo, rf: str) -> Any:
+        """`(B, 6, nv)` of a batch `q`: by the `frame_jacobian_indexed` kernel where it
+        was built and knows the frame, else assembled from `world_kinematics`."""
+        if f.index < 0 or "frame_jacobian_indexed" not in self.algorithms:
+            kin, _ = self._kinematics(q)
+            return frame_jacobian(_Ops(kin[0]), kin, f, rf)
+        ops = _Ops(q)
+        selector = self._frame_selector(ops, q.shape[0], f.index, REFERENCE_FRAME_CODES[rf])
+        return self.frame_jacobian_indexed(ops.contiguous(q), selector)
+
+    def _frame_selector(self, ops: _Ops, batch: int, index: int, code: int) -> Any:
+        """The kernel's `(B, 2)` input `[index, code]`, made where `q` lives; numpy and
+        torch ones are kept (a few) so that a control loop's calls make none."""
+        if ops.kind == "jax":
+            return ops.m.broadcast_to(ops.const([index, code]), (batch, 2))
+        like = ops.like
+        key = (ops.kind, str(getattr(like, "device", "cpu")), str(like.dtype), batch, index,
+               code)
+        kept = self.__dict__.setdefault("_frame_selectors", {})
+        selector = kept.get(key)
+        if selector is None:
+            if len(kept) >= 16:
+                kept.pop(next(iter(kept)))
+            selector = ops.full((batch, 2), float(index))
+            selector[:, 1] = code
+            kept[key] = selector
+        return selector
+
     def frame_jacobian(self, q: Any, frame: Any, reference_frame: str = "LOCAL_WORLD_ALIGNED"
                        ) -> Any:
         """`(B, 6, nv)`: the geometric Jacobian of `frame`, `[linear; angular]` rows, in
         `reference_frame` (Pinocchio's `getFrameJacobian`). Forward-only."""
         f, rf = self._frame_table().resolve(frame), check_reference_frame(reference_frame)
-        kin, single = self._kinematics(q)
-        J = frame_jacobian(_Ops(kin[0]), kin, f, rf)
+        single = len(q.shape) == 1
+        J = self._jacobian(q[None] if single else q, f, rf)
         return J[0] if single else J
 
     def frame_jacobian_dot(self, q: Any, qd: Any, frame: Any,
@@ -301,10 +335,10 @@ class FrameMethods:
         table = self._frame_table()
         f = table.resolve(self.ee_names[0] if frame is None else frame)
         rf = check_reference_frame(reference_frame)
-        kin, single = self._kinematics(q)
-        ops = _Ops(kin[0])
-        J = frame_jacobian(ops, kin, f, rf)
-        Lam = operational_space_inertia(ops, J, self.minv(q if not single else q[None]), f)
+        single = len(q.shape) == 1
+        q = q[None] if single else q
+        J = self._jacobian(q, f, rf)
+        Lam = operational_space_inertia(_Ops(J), J, self.minv(_Ops(q).contiguous(q)), f)
         return Lam[0] if single else Lam
 
     def end_effector_pose_runtime(self, q: Any, ee_names: Any = None, ee_offsets: Any = None,

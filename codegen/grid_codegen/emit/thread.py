@@ -30,6 +30,7 @@ from grid_codegen import transforms as T
 from grid_codegen.emit import plant as PL
 from grid_codegen.emit import second_order as SO
 from grid_codegen.emit.column_groups import TooLarge, column_groups
+from grid_codegen.emit.frame_jacobian import emit_frame_jacobian
 from grid_codegen.emit.thread_parts import Part, cuttable
 from grid_codegen.emit.thread_vjp import VJP_OF, emit_vjp
 from grid_codegen.emit.writer import Writer
@@ -299,7 +300,9 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     def unX(x: Sequence) -> list[tuple]:
         return A.unflatten_placements(x, nb)
 
-    if model.coupling is not None:
+    if name == "frame_jacobian_indexed":  # (reduced columns on a coupled robot)
+        emit_frame_jacobian(model, kb, X, ports["frame"], out, unX)
+    elif model.coupling is not None:
         from grid_codegen.emit.thread_coupled import build_coupled
 
         build_coupled(plan, kb, algorithm, dims, ports, out, X, unX, CENTROIDAL_PASSES)

@@ -137,5 +137,15 @@ GRID_INLINE void store4(double* GRID_RESTRICT p, double a, double b, double c, d
   p[3] = d;
 }
 #endif
+
+/* Lanes of a per-item value: one item per value on the GPU (T is float or double);
+   grid/simd.h specialises these for the CPU's vectors of items. Written passes that need
+   each item's own control flow (a run-time frame index) loop over the lanes. */
+template <typename T>
+GRID_INLINE constexpr int lanes_per_value() { return 1; }
+GRID_INLINE float get_lane(float x, int) { return x; }
+GRID_INLINE double get_lane(double x, int) { return x; }
+GRID_INLINE void set_lane(float& x, int, float value) { x = value; }
+GRID_INLINE void set_lane(double& x, int, double value) { x = value; }
 }  // namespace grid
 #endif

@@ -102,6 +102,10 @@ GRID_SIMD_ATAN2(float)
 GRID_SIMD_ATAN2(double)
 #undef GRID_SIMD_ATAN2
 
+template <>
+inline constexpr int lanes_per_value<vec<float>>() { return simd_width<float>(); }
+template <>
+inline constexpr int lanes_per_value<vec<double>>() { return simd_width<double>(); }
 inline void set_lane(vec<float>& x, int j, float value) { x[j] = value; }
 inline void set_lane(vec<double>& x, int j, double value) { x[j] = value; }
 template <typename S>
