@@ -12,12 +12,13 @@ For a frame at world `(R, p)` and a world motion column `s = [v; w]` (about the 
 origin) of a dof that moves it, the column is `s` (WORLD), `[v - p x w; w]`
 (LOCAL_WORLD_ALIGNED) or `R^T` of that (LOCAL); columns of dofs that do not move the
 frame are zero (on a mimic-coupled robot, a reduced column sums its full dofs' columns
-that move the frame, each times its entry of `G`). The thread item is one traced pass (every body's world placement and the
-world columns, as `world_kinematics` without twists) and one written pass that picks the
-frame: a `switch` on the index gives `(R, p)` with the frame's offset folded in at
-generation, and each column tests the frame's body against the bodies it moves. On the
-GPU the item's own scalars stay in registers (every index is a constant); on the CPU the
-written pass runs lane by lane, each SIMD lane an item with its own frame.
+that move the frame, each times its entry of `G`). The thread item is one traced pass
+(every body's world placement and the world columns, as `world_kinematics` without
+twists) and one written pass that picks the frame: a `switch` on the index gives
+`(R, p)` with the frame's offset folded in at generation, and each column tests the
+frame's body against the bodies it moves. On the GPU the item's own scalars stay in
+registers (every index is a constant); on the CPU the written pass runs lane by lane,
+each SIMD lane an item with its own frame.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from grid_codegen.model import RobotModel
 from grid_codegen.symbolic import algorithms as A
 from grid_codegen.symbolic import spatial as sp
 from grid_codegen.symbolic.emit import RUNTIME, Array, ItemBuilder, lit
+
 
 def frame_table(model: RobotModel) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """`(body, R, p)` of every frame the kernel knows, in index order (module doc)."""
