@@ -127,7 +127,7 @@ def test_native_call_declines_what_it_does_not_take(arm):
     declined = {
         "single states": ((q[0], qd[0], qdd[0]), {}),
         "float32 inputs": ((q.float(), qd.float(), qdd.float()), {}),
-        "an unknown keyword": ((q, qd, qdd), {"out": torch.empty(3, 7, dtype=h.dtype)}),
+        "an unknown keyword": ((q, qd, qdd), {"where": torch.empty(3, 7, dtype=h.dtype)}),
         "a bool gravity": ((q, qd, qdd), {"gravity": True}),
         "a tensor gravity": ((q, qd, qdd), {"gravity": torch.tensor(-9.81)}),
         "a missing input": ((q,), {}),  # qd is required (qdd and f_ext are optional)
@@ -158,6 +158,46 @@ def test_native_call_declines_what_it_does_not_take(arm):
     assert type(tau.grad_fn).__name__ == "AnalyticFunctionBackward", "the Python path's"
     assert_scaled_close(_np(tau), ref.inverse_dynamics(s.q, s.qd, s.qdd, s.f_ext), TOL,
                         "autograd forward")
+
+
+def test_native_call_writes_into_out(arm):
+    """`out=` a plain tensor of the output's size (shaped or flat): the extension launches
+    into it, bumps its version and returns a view of it in the method's shape; any other
+    `out` it declines, and the public call then explains or takes it."""
+    h, ref = arm
+    s = random_states(ref.model, 3, seed=4)
+    q, qd, qdd = (_t(h, x) for x in (s.q, s.qd, s.qdd))
+    fast = h._fast["inverse_dynamics"]
+    out = torch.full((3, 7), float("nan"), dtype=h.dtype, device=h.torch_device)
+    version = out._version
+    got = fast((q, qd, qdd), {"out": out, "gravity": -3.5})
+    assert got is not None and got.data_ptr() == out.data_ptr() and got.shape == (3, 7)
+    assert out._version > version
+    assert_scaled_close(_np(out), ref.inverse_dynamics(s.q, s.qd, s.qdd, None, -3.5), TOL,
+                        "out")
+    flat = torch.empty(3, 49, dtype=h.dtype, device=h.torch_device)
+    M = h._fast["crba"]((q,), {"out": flat})
+    assert M.shape == (3, 7, 7) and M.data_ptr() == flat.data_ptr()
+    assert_scaled_close(_np(M), ref.crba(s.q), TOL, "flat out")
+    assert torch.equal(fast((q, qd, qdd), {"out": None}), fast((q, qd, qdd), {}))
+    leaf = q.clone().requires_grad_(True)
+    declined = {
+        "another dtype": ((q, qd, qdd), torch.empty(3, 7, dtype=torch.float32)),
+        "another batch": ((q, qd, qdd), torch.empty(4, 7, dtype=h.dtype)),
+        "another size": ((q, qd, qdd), torch.empty(3, 8, dtype=h.dtype)),
+        "not contiguous": ((q, qd, qdd), torch.empty(7, 3, dtype=h.dtype).t()),
+        "an out requiring grad": ((q, qd, qdd),
+                                  torch.empty(3, 7, dtype=h.dtype).requires_grad_(True)),
+        "an input requiring grad": ((leaf, qd, qdd), torch.empty(3, 7, dtype=h.dtype)),
+        "a numpy array": ((q, qd, qdd), np.empty((3, 7))),
+    }
+    for why, (args, target) in declined.items():
+        assert fast(args, {"out": target}) is None, why
+    with pytest.raises((ValueError, TypeError), match="float32"):
+        h.inverse_dynamics(q, qd, qdd, out=torch.empty(3, 7, dtype=torch.float32))
+    strided = torch.empty(7, 3, dtype=h.dtype, device=h.torch_device).t()
+    with pytest.raises((ValueError, TypeError), match="contiguous"):
+        h.inverse_dynamics(q, qd, qdd, out=strided)
 
 
 def _recorded_by(h):

@@ -59,6 +59,7 @@ class FrameTable:
                         np.asarray(f["R"], np.float64).reshape(3, 3),
                         np.asarray(f["p"], np.float64)) for f in meta["frames"]]
         self.extra: dict[str, FrameInfo] = {}  # frames added at run time ("tool_tip")
+        self._resolved: dict[Any, FrameInfo] = {}  # the table's own frames, by the key asked
         self.dof_body = np.zeros(nv, dtype=np.int64)
         for body, (_, idx_v, n) in enumerate(self.tree):
             self.dof_body[idx_v:idx_v + n] = body
@@ -76,6 +77,17 @@ class FrameTable:
                          body)
 
     def resolve(self, frame: Any) -> FrameInfo:
+        if isinstance(frame, str) and frame in self.extra:
+            return self.extra[frame]
+        key = (type(frame), frame) if isinstance(frame, (str, int)) else None
+        found = self._resolved.get(key) if key is not None else None
+        if found is None:
+            found = self._resolve(frame)
+            if key is not None and found.index >= 0:
+                self._resolved[key] = found
+        return found
+
+    def _resolve(self, frame: Any) -> FrameInfo:
         if isinstance(frame, (int, np.integer)) and not isinstance(frame, bool):
             if not 0 <= frame < len(self.tree):
                 raise IndexError(f"body index {frame} is out of range; the robot has "
@@ -84,8 +96,6 @@ class FrameTable:
         if not isinstance(frame, str):
             raise TypeError(f"frame must be a frame name or a body index; got "
                             f"{type(frame).__name__}")
-        if frame in self.extra:
-            return self.extra[frame]
         kind, _, name = frame.partition(":")
         found = self._named(name, kind) if kind in _KINDS and name else []
         if not found:
@@ -294,8 +304,7 @@ class FrameMethods:
         if ops.kind == "jax":
             return ops.m.broadcast_to(ops.const([index, code]), (batch, 2))
         like = ops.like
-        key = (ops.kind, str(getattr(like, "device", "cpu")), str(like.dtype), batch, index,
-               code)
+        key = (ops.kind, getattr(like, "device", None), like.dtype, batch, index, code)
         kept = self.__dict__.setdefault("_frame_selectors", {})
         selector = kept.get(key)
         if selector is None:

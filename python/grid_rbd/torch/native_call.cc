@@ -9,11 +9,12 @@
 // A `FastMethod` is one method of one handle: `method(args, kwargs)` checks the
 // positional tensors (exact torch.Tensor, the handle's dtype and device, 2-D with the
 // method's widths, one batch within max_batch_size), resolves a negated view and copies a
-// non-contiguous tensor, allocates the output and launches on the current stream. It
-// returns None, without touching anything, for whatever it does not take (keywords other
-// than a float `gravity`, single states, a batch of 0, wrong types or shapes, a closed
-// context, and the autograd calls it does not cover): the handle's Python path then
-// decides, and raises the precise error where there is one.
+// non-contiguous tensor, allocates the output (or takes an `out=` tensor it can write as
+// it is) and launches on the current stream. It returns None, without touching anything,
+// for whatever it does not take (keywords other than a float `gravity` and `out`, an `out`
+// of another dtype, device, size or layout, single states, a batch of 0, wrong types or
+// shapes, a closed context, and the autograd calls it does not cover): the handle's
+// Python path then decides, and raises the precise error where there is one.
 //
 // Under grad mode, a call whose differentiable inputs require grad is recorded with a
 // `GridRbdBackward` node when the method has a reverse-mode kernel and no f_ext is given
@@ -97,12 +98,19 @@ NodePtr make_node(Args&&... args) {
 
 PyObject* decline() { Py_RETURN_NONE; }
 
-// The gravity keyword, when the call has one; false to decline the call.
-bool read_kwargs(const FastMethod& m, PyObject* kwargs, double* gravity) {
+// The keywords of the call: a float `gravity` (on a method that takes it) and `out`
+// (nullptr when absent or None); false to decline the call.
+bool read_kwargs(const FastMethod& m, PyObject* kwargs, double* gravity, PyObject** out) {
   *gravity = m.default_gravity;
+  *out = nullptr;
   if (kwargs == Py_None) return true;
   if (!PyDict_CheckExact(kwargs)) return false;
-  const Py_ssize_t size = PyDict_GET_SIZE(kwargs);
+  Py_ssize_t size = PyDict_GET_SIZE(kwargs);
+  PyObject* given = size ? PyDict_GetItemString(kwargs, "out") : nullptr;  // borrowed
+  if (given != nullptr) {
+    --size;
+    if (given != Py_None) *out = given;
+  }
   if (size == 0) return true;
   if (size != 1 || !m.uses_gravity) return false;
   PyObject* value = PyDict_GetItemString(kwargs, "gravity");  // borrowed
@@ -117,6 +125,25 @@ bool read_kwargs(const FastMethod& m, PyObject* kwargs, double* gravity) {
     PyErr_Clear();  // an int too large for a double: the checked path says so
     return false;
   }
+  return true;
+}
+
+// `object` as the launch's output, as the Python path's `_plain_out` takes it: an exact
+// tensor of the handle's dtype and device, contiguous plain memory without the negation
+// bit, not requiring grad, `batch` rows of the output's size; false to decline (the
+// Python path then explains what is wrong).
+bool plain_out(const FastMethod& m, PyObject* object, int64_t batch, at::Tensor* out) {
+  if (!THPVariable_CheckExact(object)) return false;
+  const at::Tensor& t = THPVariable_Unpack(object);
+  if (!t.has_storage() || t.layout() != at::kStrided || t.is_quantized()) return false;
+  if (t.scalar_type() != m.dtype || t.device() != m.device || t.requires_grad() ||
+      t.is_neg() || t.dim() < 1 || t.size(0) != batch || !t.is_contiguous()) {
+    return false;
+  }
+  int64_t size = batch;
+  for (int64_t extent : *m.output) size *= extent;
+  if (t.numel() != size) return false;
+  *out = t;
   return true;
 }
 
@@ -333,16 +360,24 @@ PyObject* call_method(PyObject* self, PyObject* const* argv, size_t nargsf, PyOb
   if (!PyTuple_CheckExact(args)) return decline();
   try {
     double gravity = 0.0;
-    if (!read_kwargs(m, argv[1], &gravity)) return decline();
+    PyObject* given_out = nullptr;
+    if (!read_kwargs(m, argv[1], &gravity, &given_out)) return decline();
     Inputs tensors;
     std::array<const void*, kMaxInputs> addresses{};
     bool grad = false;
     const int64_t batch = read_inputs(m, args, &tensors, &addresses, &grad);
-    if (batch < 0 || (grad && !recordable(m, tensors))) return decline();
+    if (batch < 0 || (grad && (given_out != nullptr || !recordable(m, tensors)))) {
+      return decline();
+    }
     std::vector<int64_t> sizes{batch};
     sizes.insert(sizes.end(), m.output->begin(), m.output->end());
     const auto options = at::TensorOptions().dtype(m.dtype).device(m.device);
-    at::Tensor out = at::empty(sizes, options);
+    at::Tensor out;
+    if (given_out == nullptr) {
+      out = at::empty(sizes, options);
+    } else if (!plain_out(m, given_out, batch, &out)) {
+      return decline();
+    }
     at::Tensor stamp;  // the model version of the forward, for the backward to check
     if (grad) stamp = at::empty({1}, options.dtype(at::kLong));
     void* stream = nullptr;
@@ -353,6 +388,10 @@ PyObject* call_method(PyObject* self, PyObject* const* argv, size_t nargsf, PyOb
     if (status == 1) return decline();  // a closed context: the Python path raises
     if (status != 0) return nullptr;
     if (grad) record(self, tensors, gravity, std::move(stamp), &out);
+    if (given_out != nullptr) {
+      out.unsafeGetTensorImpl()->bump_version();  // written in place, as an out= op is
+      return THPVariable_Wrap(out.view(sizes));
+    }
     return THPVariable_Wrap(std::move(out));
   } catch (const std::exception& e) {  // a c10::Error from torch (allocation, ...)
     PyErr_SetString(PyExc_RuntimeError, e.what());
