@@ -1,7 +1,7 @@
 """The runtime joint-origin table (`runtime_transform=True`) on the generated CPU build:
 with the table set to the origins of an edited URDF, every kernel (dynamics, their
-gradients, end-effector poses and their gradient, `fk_batched`, `world_kinematics`, the
-centre of mass) matches the float64 reference rebuilt from that URDF, in every strategy
+gradients, end-effector poses and their gradient, `fk_batched`, `world_kinematics`,
+`frame_jacobian_indexed`, the centre of mass) matches the float64 reference rebuilt from that URDF, in every strategy
 the build has; the default table reproduces the URDF; option keys and refusals.
 
 The table (grid_codegen.transforms): (nb, 7) `[x, y, z, qx, qy, qz, qw]` per joint, the
@@ -30,7 +30,7 @@ IIWA = REPO / "robots/iiwa14/iiwa14.urdf"
 DYNAMICS = ("inverse_dynamics", "forward_dynamics", "inverse_dynamics_gradient",
             "forward_dynamics_gradient")
 KINEMATICS = ("end_effector_pose", "end_effector_pose_gradient", "fk_batched",
-              "world_kinematics", "com")
+              "world_kinematics", "frame_jacobian_indexed", "com")
 MORE = ("crba", "minv", "end_effector_pose_hessian")
 EDITS = {  # joint -> (xyz, rpy) of its new <origin>
     "iiwa_joint_1": ("0.02 -0.01 0.17", "0.1 -0.05 0.2"),
@@ -86,6 +86,13 @@ def _expected(ref: ReferenceRobot, model, name: str, s) -> tuple[tuple, np.ndarr
         rows = [F.world_kinematics(model, A.joint_transforms(model, list(q)), list(qd))
                 for q, qd in zip(s.q, s.qd, strict=True)]
         return (s.q, s.qd), np.asarray(rows, dtype=np.float64)
+    if name == "frame_jacobian_indexed":  # the last body's frame, the codes in turn
+        codes = np.arange(B) % 3
+        rf = ("WORLD", "LOCAL", "LOCAL_WORLD_ALIGNED")
+        want = np.concatenate([ref.frame_jacobian(s.q[b:b + 1], model.nb - 1, rf[codes[b]])
+                               for b in range(B)])
+        selector = np.stack([np.full(B, model.nb - 1.0), codes.astype(np.float64)], 1)
+        return (s.q, selector), want
     raise KeyError(name)
 
 
@@ -217,7 +224,7 @@ def test_cpu_build_follows_the_table_on_a_floating_base():
     # The free flyer's origin moves too (Pinocchio's jointPlacements[1]).
     table[0] = [0.1, -0.2, 0.3, 0.0, 0.0, np.sin(0.2), np.cos(0.2)]
     names = ("inverse_dynamics", "forward_dynamics_gradient", "end_effector_pose_gradient",
-             "fk_batched", "com")
+             "fk_batched", "frame_jacobian_indexed", "com")
     art = _artifact(model, names)
     state = art.state()
     s = random_states(model, 5, seed=12, max_velocity=3.0)

@@ -52,7 +52,7 @@ CONVERTED = ("inverse_dynamics", "rnea", "forward_dynamics", "fd", "aba", "crba"
              "end_effector_pose_gradient", "generalized_gravity", "nonlinear_effects",
              "com", "ccrba", "energy", "kinetic_energy_regressor",
              "potential_energy_regressor", "inverse_dynamics_regressor", "fk_batched",
-             "world_kinematics", "coriolis_matrix", "dccrba", "cmm_time_variation",
+             "world_kinematics", "frame_jacobian_indexed", "coriolis_matrix", "dccrba", "cmm_time_variation",
              "end_effector_pose_hessian", "idsva_so", "fdsva_so", "sphere_positions",
              "sphere_positions_gradient", "self_collision_distance",
              "self_collision_distance_gradient", "forward_dynamics_vjp",
@@ -537,6 +537,10 @@ def _world_kinematics(h: MujocoHandle, c: Chart, v: dict, kw: dict) -> Any:
     return rotations, positions, c.cols(subspace), twists
 
 
+def _frame_jacobian_indexed(h: MujocoHandle, c: Chart, v: dict, kw: dict) -> Any:
+    return c.cols(h._call("frame_jacobian_indexed", kw, c.q, v["frame"]))
+
+
 _CONVERT = {
     "inverse_dynamics": _id, "forward_dynamics": _fd("forward_dynamics"),
     "aba": _fd("aba"), "crba": _matrix("crba"), "minv": _matrix("minv"),
@@ -549,7 +553,7 @@ _CONVERT = {
     "energy": _q_qd("energy"), "kinetic_energy_regressor": _q_qd("kinetic_energy_regressor"),
     "potential_energy_regressor": _q_only("potential_energy_regressor"),
     "inverse_dynamics_regressor": _regressor, "fk_batched": _q_only("fk_batched"),
-    "world_kinematics": _world_kinematics,
+    "world_kinematics": _world_kinematics, "frame_jacobian_indexed": _frame_jacobian_indexed,
     "coriolis_matrix": D.coriolis_matrix, "dccrba": D.dccrba,
     "cmm_time_variation": D.cmm_time_variation,
     "end_effector_pose_hessian": D.end_effector_pose_hessian,
