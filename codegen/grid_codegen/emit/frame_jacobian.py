@@ -69,13 +69,20 @@ def _world_frames(model: RobotModel, X: list) -> list:
 Value = "float | str"
 
 
+def _neg(a) -> Value:
+    """`-a`; a leading minus is taken off rather than doubled (`--x` is a decrement)."""
+    if isinstance(a, float):
+        return -a
+    return a[1:] if a.startswith("-") else f"-{a}"
+
+
 def _mul(a, b):
     if isinstance(a, float) and isinstance(b, float):
         return a * b
     if isinstance(a, str) and isinstance(b, str):
         return f"{a} * {b}"
     c, x = (a, b) if isinstance(a, float) else (b, a)
-    return 0.0 if c == 0.0 else x if c == 1.0 else f"-{x}" if c == -1.0 else f"{lit(c)} * {x}"
+    return 0.0 if c == 0.0 else x if c == 1.0 else _neg(x) if c == -1.0 else f"{lit(c)} * {x}"
 
 
 def _sum(terms) -> Value:
@@ -93,10 +100,6 @@ def _sum(terms) -> Value:
     if const:
         parts.append(f"+ {lit(const)}")
     return "(" + " ".join(parts) + ")"
-
-
-def _neg(a) -> Value:
-    return -a if isinstance(a, float) else _mul(-1.0, a)
 
 
 def _text(v) -> str:
