@@ -1,8 +1,9 @@
 """The runtime joint-origin table (`runtime_transform=True`) on the generated CPU build:
 with the table set to the origins of an edited URDF, every kernel (dynamics, their
 gradients, end-effector poses and their gradient, `fk_batched`, `world_kinematics`,
-`frame_jacobian_indexed`, the centre of mass) matches the float64 reference rebuilt from that URDF, in every strategy
-the build has; the default table reproduces the URDF; option keys and refusals.
+`frame_jacobian_indexed`, the centre of mass) matches the float64 reference rebuilt
+from that URDF, in every strategy the build has; the default table reproduces the URDF;
+option keys and refusals.
 
 The table (grid_codegen.transforms): (nb, 7) `[x, y, z, qx, qy, qz, qw]` per joint, the
 parent body -> joint frame placement."""
