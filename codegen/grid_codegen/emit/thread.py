@@ -295,14 +295,15 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     if name in VJP_OF:  # one pass from q itself: no transforms pass of its own
         emit_vjp(plan, kb, algorithm, ports, out)
         return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform)
+    if name == "frame_jacobian_indexed":  # its own chains of transforms, case by case
+        emit_frame_jacobian(plan, kb, ports["q"], ports["frame"], out)
+        return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform, part)
     X = plan.transforms(kb, ports["q"])
 
     def unX(x: Sequence) -> list[tuple]:
         return A.unflatten_placements(x, nb)
 
-    if name == "frame_jacobian_indexed":  # (reduced columns on a coupled robot)
-        emit_frame_jacobian(model, kb, X, ports["frame"], out, unX)
-    elif model.coupling is not None:
+    if model.coupling is not None:
         from grid_codegen.emit.thread_coupled import build_coupled
 
         build_coupled(plan, kb, algorithm, dims, ports, out, X, unX, CENTROIDAL_PASSES)

@@ -106,6 +106,18 @@ template <>
 inline constexpr int lanes_per_value<vec<float>>() { return simd_width<float>(); }
 template <>
 inline constexpr int lanes_per_value<vec<double>>() { return simd_width<double>(); }
+#define GRID_SIMD_STORE_LANES(S)                                                 \
+  inline void store_lanes(vec<S>& x, vec<S> v, unsigned group) {                 \
+    if (group == (1u << simd_width<S>()) - 1u) {                                 \
+      x = v;                                                                     \
+      return;                                                                    \
+    }                                                                            \
+    for (int j = 0; j < simd_width<S>(); ++j)                                    \
+      if (group >> j & 1u) x[j] = v[j];                                          \
+  }
+GRID_SIMD_STORE_LANES(float)
+GRID_SIMD_STORE_LANES(double)
+#undef GRID_SIMD_STORE_LANES
 inline void set_lane(vec<float>& x, int j, float value) { x[j] = value; }
 inline void set_lane(vec<double>& x, int j, double value) { x[j] = value; }
 template <typename S>
