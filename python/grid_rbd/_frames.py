@@ -309,7 +309,7 @@ class FrameMethods:
         selector = kept.get(key)
         if selector is None:
             if len(kept) >= 16:
-                kept.pop(next(iter(kept)))
+                kept.clear()  # (no iteration: another thread may be adding one)
             selector = ops.full((batch, 2), float(index))
             selector[:, 1] = code
             kept[key] = selector
