@@ -2,7 +2,7 @@
 # One GPU call for issue 13's task-space kernels (DEADLINE_S, default 550): the runtime
 # built, then
 #   1. bench_centroidal.py --profile kinematics --trace for ROBOTS (default iiwa14) at
-#      65,536 items: fk_batched, world_kinematics, frame_jacobian_indexed, the Hessian and
+#      65,536 items, in BENCH_S seconds (default half the time left): fk_batched, world_kinematics, frame_jacobian_indexed, the Hessian and
 #      frame_jacobian in its three reference frames through the torch handle (kin.json,
 #      kin.log);
 #   2. PYTEST_ARGS (default: the frame kernel's and the frame methods' CUDA tests and the
@@ -16,7 +16,7 @@ deadline=${DEADLINE_S:-550}
 left() { echo $((deadline - SECONDS + start)); }
 tools/build_core.sh python3 >"$out/core_build.log" 2>&1 || { echo "core build failed"; exit 1; }
 echo "runtime built after $((SECONDS - start)) s"
-timeout $(( $(left) / 2 )) python3 tools/bench/bench_centroidal.py --device cuda \
+timeout "${BENCH_S:-$(( $(left) / 2 ))}" python3 tools/bench/bench_centroidal.py --device cuda \
   --profile kinematics --robots "${ROBOTS:-iiwa14}" --trace --out "$out/kin.json" \
   >"$out/kin.log" 2>&1 || echo "bench stopped (rc $?)"
 echo "bench done after $((SECONDS - start)) s"
