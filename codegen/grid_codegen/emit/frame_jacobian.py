@@ -52,32 +52,27 @@ def _column_terms(model: RobotModel) -> list[list[tuple[int, float]]]:
             for c in range(G.shape[1])]
 
 
-def _moving_columns(model: RobotModel, body: int, terms) -> list[int]:
-    """The output columns that move `body` (their dofs are on its chain)."""
+def _moving_columns(model: RobotModel, body: int, terms) -> tuple[list[int], set[int]]:
+    """The output columns that move `body`, and the full dofs of its chain."""
     chain = {d for j in model.ancestors(body)
              for d in range(model.joints[j].idx_v, model.joints[j].idx_v + model.joints[j].nv)}
-    return [c for c, pairs in enumerate(terms) if any(d in chain for d, _ in pairs)]
+    return [c for c, pairs in enumerate(terms) if any(d in chain for d, _ in pairs)], chain
 
 
 def _body_chain(model: RobotModel, placements: list, body: int, terms) -> list:
     """`[R (9, row-major), p (3)]` of `body` in the world, then the world motion column
-    (6, about the world origin) of each output column that moves it (`_moving_columns`):
-    the ancestors' placements composed, nothing else of the tree."""
-    chain = list(reversed(model.ancestors(body)))
-    oX: dict[int, tuple] = {}
-    for j in chain:
-        parent = model.joints[j].parent
-        oX[j] = placements[j] if parent < 0 else sp.compose(oX[parent], placements[j])
-    full: dict[int, list] = {}
-    for j in chain:
-        joint = model.joints[j]
-        for d, column in enumerate(A.subspace(joint)):
-            full[joint.idx_v + d] = sp.motion_to_parent(oX[j], column)
+    (6, about the world origin) of each output column that moves it (`_moving_columns`).
+    Traced over the whole tree; the trace keeps only what these outputs read (`body`'s
+    ancestors)."""
+    oX = A.world_poses(model, placements)
+    full = [sp.motion_to_parent(oX[j], column)
+            for j, joint in enumerate(model.joints) for column in A.subspace(joint)]
+    moving, chain = _moving_columns(model, body, terms)
     out = list(oX[body][0]) + list(oX[body][1])
-    for c in _moving_columns(model, body, terms):
+    for c in moving:
         s: list = [0.0] * 6
         for d, coef in terms[c]:
-            if d in full:
+            if d in chain:
                 s = [s[r] + coef * full[d][r] for r in range(6)]
         out += s
     return out
@@ -117,7 +112,7 @@ def emit_frame_jacobian(plan, kb: ItemBuilder, q: Array, frame: Array, out: Arra
             placements = plan.placements(qv, tv[0] if tv else None)
             return _body_chain(model, placements, body, terms)
 
-        moving = _moving_columns(model, body, terms)
+        moving, _ = _moving_columns(model, body, terms)
         w.line(f"T v[{12 + 6 * len(moving)}];")
         symbolic_emit.emit_straight_line(w, traced, [q_names, *([t_names] if table else [])],
                                          "v")

@@ -145,8 +145,6 @@ template <typename T>
 GRID_INLINE constexpr int lanes_per_value() { return 1; }
 GRID_INLINE float get_lane(float x, int) { return x; }
 GRID_INLINE double get_lane(double x, int) { return x; }
-GRID_INLINE void set_lane(float& x, int, float value) { x = value; }
-GRID_INLINE void set_lane(double& x, int, double value) { x = value; }
 /* x = v in the lanes of `group` (bit j: lane j); the one lane of a GPU value. */
 GRID_INLINE void store_lanes(float& x, float v, unsigned) { x = v; }
 GRID_INLINE void store_lanes(double& x, double v, unsigned) { x = v; }
