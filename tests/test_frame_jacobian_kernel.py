@@ -17,6 +17,7 @@ import grid_rbd
 import grid_rbd.reference as reference
 from grid_codegen.registry import REFERENCE_FRAME_CODES
 from grid_codegen.urdf import parse_urdf
+from grid_rbd import interop
 
 ROBOTS_TESTED = tuple(r for r in ROBOTS if robot_available(r))  # the whole test set
 CODES = tuple(REFERENCE_FRAME_CODES.items())
@@ -132,12 +133,11 @@ def test_frames_the_kernel_does_not_know_are_assembled(tmp_path):
     table.extra["tip"] = tip
     ref = _ref("panda")
     s = random_states(ref.model, 3, seed=85)
-    # The tip is 0.1 m along the tcp's z: its LOCAL_WORLD_ALIGNED columns are the tcp's
-    # with the lever arm of that offset.
-    J_tcp = h.frame_jacobian(s.q, "panda_hand_tcp", "LOCAL_WORLD_ALIGNED")
+    # The tip is 0.1 m along the tcp's z: its LOCAL_WORLD_ALIGNED columns are the
+    # reference's tcp columns with the lever arm of that offset.
+    J_tcp = ref.frame_jacobian(s.q, "panda_hand_tcp", "LOCAL_WORLD_ALIGNED")
     J_tip = h.frame_jacobian(s.q, "tip", "LOCAL_WORLD_ALIGNED")
-    kin = h.world_kinematics(s.q)
-    Rf = kin[0][:, f.body] @ f.R
+    Rf, _ = interop.frame_placement(ref, s.q, "panda_hand_tcp")
     arm = Rf @ np.array([0.0, 0.0, 0.1])
     want = J_tcp.copy()
     want[:, :3] += np.cross(J_tcp[:, 3:].transpose(0, 2, 1), arm[:, None, :]).transpose(0, 2, 1)

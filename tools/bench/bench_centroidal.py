@@ -66,12 +66,15 @@ def _states(handle: Any, batch: int, dtype: np.dtype, floating: bool
     if floating:
         quat = rng.standard_normal((batch, 4))
         q[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    # frame_jacobian_indexed's selector: the first end effector, LOCAL_WORLD_ALIGNED (2)
-    frame = handle._frame_table().resolve(handle.ee_names[0]).index
-    return {"q": q.astype(dtype), "qd": rng.uniform(-2, 2, (batch, handle.nv)).astype(dtype),
-            "qdd": rng.uniform(-5, 5, (batch, handle.nv)).astype(dtype),
-            "u": rng.uniform(-5, 5, (batch, handle.nv)).astype(dtype),
-            "frame": np.tile(np.array([frame, 2], dtype), (batch, 1))}
+    states = {"q": q.astype(dtype),
+              "qd": rng.uniform(-2, 2, (batch, handle.nv)).astype(dtype),
+              "qdd": rng.uniform(-5, 5, (batch, handle.nv)).astype(dtype),
+              "u": rng.uniform(-5, 5, (batch, handle.nv)).astype(dtype)}
+    if "frame_jacobian_indexed" in handle.algorithms:
+        # its selector: the first end effector, LOCAL_WORLD_ALIGNED (code 2)
+        frame = handle._frame_table().resolve(handle.ee_names[0]).index
+        states["frame"] = np.tile(np.array([frame, 2], dtype), (batch, 1))
+    return states
 
 
 def _median_seconds(fn, reps: int, sync=None) -> float:
