@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from joint_type_robots import GRIPPER
+from joint_type_robots import BALL_CHAIN, GRIPPER
 from joint_type_robots import artifact as coupled_artifact
+from joint_type_robots import states as joint_states
 from support import ROBOTS, random_states, robot_available
 
 import grid_rbd
@@ -160,6 +161,28 @@ def test_mimic_coupled_robot_gets_its_reduced_columns():
                 got = state.call("frame_jacobian_indexed", q,
                                  np.tile([index, code], (5, 1)).astype(np.float64))
                 want = ref.full.frame_jacobian(ref.expand_q(q), name, rf) @ ref.G
+                np.testing.assert_allclose(got.reshape(want.shape), want, atol=1e-12,
+                                           err_msg=f"{name} {rf}")
+    finally:
+        state.close()
+
+
+def test_spherical_and_planar_joints():
+    """A chain of a planar root, a ball joint and revolutes (test_joint_types' robot):
+    every frame of its table, every reference frame."""
+    model = parse_urdf(BALL_CHAIN)
+    ref = reference.ReferenceRobot(model)
+    artifact = coupled_artifact(model, "cpu", ("frame_jacobian_indexed",))
+    state = artifact.state()
+    try:
+        q = joint_states(model, 5, 4, model.nq, model.nv)[0]
+        names = ([f"joint:{n}" for n in model.joint_names]
+                 + [f"{f.kind}:{f.name}" for f in model.frames])
+        for index, name in enumerate(names):
+            for rf, code in CODES:
+                got = state.call("frame_jacobian_indexed", q,
+                                 np.tile([index, code], (5, 1)).astype(np.float64))
+                want = ref.frame_jacobian(q, name, rf)
                 np.testing.assert_allclose(got.reshape(want.shape), want, atol=1e-12,
                                            err_msg=f"{name} {rf}")
     finally:
