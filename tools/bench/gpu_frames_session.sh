@@ -14,7 +14,7 @@ export GRID_RBD_ROBOT_DATA="${GRID_RBD_ROBOT_DATA:-$repo/.devkit/robots}"
 start=$SECONDS
 deadline=${DEADLINE_S:-550}
 left() { echo $((deadline - SECONDS + start)); }
-tools/build_core.sh python3 >"$out/core_build.log" 2>&1 || { echo "core build failed"; exit 1; }
+tools/build_core.sh python3 >"$out/core_build.log" 2>&1 || { echo "core build failed"; exit 1; }  # incremental
 echo "runtime built after $((SECONDS - start)) s"
 timeout "${BENCH_S:-$(( $(left) / 2 ))}" python3 tools/bench/bench_centroidal.py --device cuda \
   --profile kinematics --robots "${ROBOTS:-iiwa14}" --trace --out "$out/kin.json" \

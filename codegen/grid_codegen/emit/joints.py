@@ -64,8 +64,8 @@ def emit_joint_transform(w: Writer, joint: Joint, q: Callable[[int], str], out: 
     if joint.type is JointType.REVOLUTE:
         K = skew3(joint.axis)
         A, B, C = R0 @ (np.eye(3) + K @ K), R0 @ K, -R0 @ K @ K
-        w.line(f"const T sq = sin_({q(0)});")
-        w.line(f"const T cq = cos_({q(0)});")
+        w.line(f"const auto angle = sincos_({q(0)});")
+        w.line("const T sq = angle.s, cq = angle.c;")
         for i in range(3):
             for j in range(3):
                 expr = linear_combination([(B[i, j], "sq"), (C[i, j], "cq")], A[i, j])
@@ -109,8 +109,8 @@ def emit_runtime_joint_transform(w: Writer, joint: Joint, q: Callable[[int], str
     if joint.type is JointType.REVOLUTE:
         K = skew3(joint.axis)
         KK = K @ K
-        w.line(f"const T sq = sin_({q(0)});")
-        w.line(f"const T cq = cos_({q(0)});")
+        w.line(f"const auto angle = sincos_({q(0)});")
+        w.line("const T sq = angle.s, cq = angle.c;")
         for i in range(3):
             for j in range(3):
                 expr = linear_combination([(K[i, j], "sq"), (-KK[i, j], "cq")],

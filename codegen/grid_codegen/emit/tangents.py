@@ -52,7 +52,9 @@ def emit_tangents_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str
     n = _columns(algorithm) * nv
     rows = algorithm.output_size(dims) // n
     name = f"{algorithm.name}_tangents"
-    args = [input_pointer(algorithm, dims, k, "i") for k in range(len(algorithm.inputs))]
+    staged = [k for k, port in enumerate(algorithm.inputs) if port.required]
+    args = [f"in{k}" if k in staged else input_pointer(algorithm, dims, k, "i")
+            for k in range(len(algorithm.inputs))]
     args += ["args.inertia", "args.gravity", "column"]
     if transform_table:
         args.append("args.transform")
@@ -65,6 +67,12 @@ def emit_tangents_variant(w: Writer, algorithm: Algorithm, dims: Dims, item: str
         w.line(f"T seed[{n}];")
         w.line(f"for (int k = 0; k < {n}; ++k) seed[k] = k == c ? T(1) : T(0);")
         w.line(f"T column[{rows}];")
+        w.comment("The required inputs are read here, all at once: at a small batch the "
+                  "pass would otherwise wait for each where it first reads it.")
+        for k in staged:
+            width = algorithm.inputs[k].width(dims)
+            w.line(f"T in{k}[{width}];")
+            w.line(f"for (int e = 0; e < {width}; ++e) in{k}[e] = args.in[{k}][i * {width} + e];")
         w.line(f"{item}<T, T>({', '.join(args)});")
         w.line(f"T* out = args.out + i * {rows * n} + c;")
         w.line(f"for (int r = 0; r < {rows}; ++r) out[r * {n}] = column[r];")

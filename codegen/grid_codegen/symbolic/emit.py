@@ -352,6 +352,21 @@ def _used_inputs(g: G.Graph, roots: Sequence[object]) -> set[str]:
     return {g.nodes[i][1] for i in G.reachable(g, roots) if g.nodes[i][0] == "in"}
 
 
+def _angle_expression(g: G.Graph, i: int, operand: Callable[[object], str], body: Writer,
+                      angles: dict[str, str]) -> str | None:
+    """A `sin` or `cos` node as a member of its angle's `sincos_` pair (declared at the
+    first of the two, so one argument reduction serves both); None for other nodes."""
+    op = g.nodes[i][0]
+    if op not in ("sin", "cos"):
+        return None
+    argument = operand(g.operands(i)[0])
+    pair = angles.get(argument)
+    if pair is None:
+        pair = angles[argument] = f"sc{len(angles)}"
+        body.line(f"const auto {pair} = sincos_({argument});")
+    return f"{pair}.{op[0]}"
+
+
 def _expression(g: G.Graph, i: int, operand: Callable[[object], str]) -> str:
     op, _, _ = g.nodes[i]
     a, b = g.operands(i)
@@ -404,9 +419,11 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
         def operand(x: object) -> str:
             return names[x] if isinstance(x, int) else lit(x)
 
+        angles: dict[str, str] = {}
         for i in order:
+            expr = _angle_expression(g, i, operand, body, angles)
             names[i] = f"t{len(names)}"
-            body.line(f"const T {names[i]} = {_expression(g, i, operand)};")
+            body.line(f"const T {names[i]} = {expr or _expression(g, i, operand)};")
         (stores,) = _segment_stores(result, positions, index, write_constants, segment_of,
                                     [names])
         for line in _store_lines(stores, out_name, vector_stores):
@@ -422,6 +439,7 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
     slot_of, nslots = _allocate_slots(g, order, segment_of, last_use)
     bodies: list[Writer] = [Writer() for _ in range(nseg)]
     names_by_seg: list[dict[int, str]] = [{} for _ in range(nseg)]
+    angles_by_seg: list[dict[str, str]] = [{} for _ in range(nseg)]
     for i in order:
         s = segment_of[i]
         names = names_by_seg[s]
@@ -439,7 +457,8 @@ def _emit_body(g: G.Graph, result: Sequence[object], positions: Sequence[int],
                     body.line(f"const T {names[x]} = scratch[{slot_of[x]}];")
             return names[x]
 
-        expr = _expression(g, i, operand)
+        expr = (_angle_expression(g, i, operand, body, angles_by_seg[s])
+                or _expression(g, i, operand))
         names[i] = f"t{len(names)}"
         body.line(f"const T {names[i]} = {expr};")
         if i in slot_of:

@@ -88,6 +88,10 @@ GRID_SIMD_UNARY(tanh_, double)
 GRID_SIMD_UNARY(sign_, float)
 GRID_SIMD_UNARY(sign_, double)
 #undef GRID_SIMD_UNARY
+inline SinCos<vec<float>> sincos_(vec<float> a) { return {sin_(a), cos_(a)}; }
+inline SinCos<vec<double>> sincos_(vec<double> a) { return {sin_(a), cos_(a)}; }
+inline SinCos<lanes<float>> sincos_(lanes<float> a) { return {sin_(a), cos_(a)}; }
+inline SinCos<lanes<double>> sincos_(lanes<double> a) { return {sin_(a), cos_(a)}; }
 
 #define GRID_SIMD_ATAN2(S)                                                   \
   inline vec<S> atan2_(vec<S> y, vec<S> x) {                                 \
