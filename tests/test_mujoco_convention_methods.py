@@ -20,6 +20,7 @@ from support import REPO  # noqa: E402
 from test_mujoco_convention import TOY, _mujoco_model  # noqa: E402
 
 import grid_rbd  # noqa: E402
+from grid_codegen.registry import REFERENCE_FRAME_CODES  # noqa: E402
 from grid_rbd.reference.spatial import matrix_to_rpy  # noqa: E402
 
 # Per robot: the frame the frame methods look at (a link whose MuJoCo body frame is its
@@ -159,6 +160,10 @@ def test_frame_jacobian_and_its_rate_match_mujoco(case, rf):
             mujoco.mj_jacDot(case.m, d, jp, jr, d.xpos[body], body)
             _close(dJ[b], np.concatenate([jp, jr]), 1e-10, "mj_jacDot")
     _close(h.frame_jacobian(q[0], name, rf), J[0], 1e-15, "one state")
+    # the rate kernel's own method, converted to MuJoCo's velocities, gives the same
+    selector = np.tile([h._inner._frame_table().resolve(name).index,
+                        REFERENCE_FRAME_CODES[rf]], (len(q), 1)).astype(np.float64)
+    _close(h.frame_jacobian_dot_indexed(q, v, selector), dJ, 1e-13, "the kernel's method")
 
 
 def test_osc_inertia_matches_mujoco(case):

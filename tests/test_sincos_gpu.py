@@ -11,11 +11,10 @@ Run on the GPU machine: `pytest -m gpu tests/test_sincos_gpu.py`.
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 from support import assert_scaled_close
+from test_codegen_gpu import _require_cuda
 
 import grid_rbd
 import grid_rbd.reference as reference
@@ -54,15 +53,6 @@ def _angles() -> np.ndarray:
     return x.astype(np.float32)
 
 
-def _torch():
-    if shutil.which("nvcc") is None:
-        pytest.skip("no CUDA GPU: nvcc is not on PATH")
-    torch = pytest.importorskip("torch", reason="no CUDA GPU: torch is not installed")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU: torch.cuda.is_available() is False")
-    return torch
-
-
 def _register(tmp_path, algorithms, strategy="auto"):
     return grid_rbd.register_robot(
         f"sincos-{strategy}", urdf_string=URDF, dtype="float32", backend="torch",
@@ -71,7 +61,7 @@ def _register(tmp_path, algorithms, strategy="auto"):
 
 
 def test_joint_rotation_is_float64_sine_and_cosine_to_two_ulp(tmp_path):
-    torch = _torch()
+    torch = _require_cuda()
     h = _register(tmp_path, ["world_kinematics"])
     x = _angles()
     q = torch.from_numpy(np.stack([x, np.zeros_like(x)], 1)).cuda()
@@ -93,7 +83,7 @@ def test_joint_rotation_is_float64_sine_and_cosine_to_two_ulp(tmp_path):
 
 @pytest.mark.parametrize("strategy", ["block", "thread"])
 def test_mass_matrix_over_the_sweep_matches_the_reference(tmp_path, strategy):
-    torch = _torch()
+    torch = _require_cuda()
     h = _register(tmp_path, ["crba"], strategy)
     ref = reference.load(URDF.encode())
     x = _angles()

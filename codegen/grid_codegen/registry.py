@@ -154,6 +154,7 @@ FEXT = Port("f_ext", NB6, False, "one spatial force [f; tau] per body, local fra
 DT = Port("dt", Dim("one", 1), doc="the step length (s), one per item")
 STATE = Port("x", Dim("nq_nv"), doc="the state [q, qd] (the plant methods' x)")
 CT = Port("ct", NV, doc="the cotangent of the method's (B, nv) output")
+FRAME = Port("frame", Dim("one", 2), doc="[frame table index, reference frame code] per item")
 
 ALGORITHMS: tuple[Algorithm, ...] = (
     Algorithm("inverse_dynamics",
@@ -253,9 +254,13 @@ ALGORITHMS: tuple[Algorithm, ...] = (
               "(body b's own frame for b < nb, then meta.json's frames), frame[1] is the "
               "reference frame (0 WORLD, 1 LOCAL, 2 LOCAL_WORLD_ALIGNED); another index or "
               "code gives NaN.",
-              (Q, Port("frame", Dim("one", 2),
-                       doc="[frame table index, reference frame code] per item")),
-              (C6, NV), False, profile="kinematics"),
+              (Q, FRAME), (C6, NV), False, profile="kinematics"),
+    Algorithm("frame_jacobian_dot_indexed",
+              "d/dt of frame_jacobian_indexed along qd (what frame_jacobian_dot calls; "
+              "Pinocchio's getFrameJacobianTimeVariation): the same frame and reference "
+              "frame selector per item, NaN for a bad one.",
+              (Q, Port("qd", NV, doc="tangent velocity (the direction of the time "
+                       "derivative)"), FRAME), (C6, NV), False, profile="kinematics"),
     Algorithm("end_effector_pose_hessian",
               "d2(end-effector [xyz, rpy])/d eps_i d eps_j along the chart q (+) eps "
               "(symmetric; the free flyer moves by the exponential of its local twist).",

@@ -327,9 +327,20 @@ class FrameMethods:
     def frame_jacobian_dot(self, q: Any, qd: Any, frame: Any,
                            reference_frame: str = "LOCAL_WORLD_ALIGNED") -> Any:
         """`(B, 6, nv)`: `d/dt frame_jacobian` along `qd` (Pinocchio's
-        `getFrameJacobianTimeVariation`). Forward-only."""
+        `getFrameJacobianTimeVariation`): by the `frame_jacobian_dot_indexed` kernel where
+        it was built and knows the frame, else assembled from `world_kinematics`.
+        Forward-only."""
         table = self._frame_table()
         f, rf = table.resolve(frame), check_reference_frame(reference_frame)
+        if f.index >= 0 and "frame_jacobian_dot_indexed" in self.algorithms:
+            single = len(q.shape) == 1
+            q, qd = (q[None], qd[None]) if single else (q, qd)
+            ops = _Ops(q)
+            selector = self._frame_selector(ops, q.shape[0], f.index,
+                                            REFERENCE_FRAME_CODES[rf])
+            dJ = self.frame_jacobian_dot_indexed(ops.contiguous(q), ops.contiguous(qd),
+                                                 selector)
+            return dJ[0] if single else dJ
         kin, single = self._kinematics(q, qd)
         dJ = frame_jacobian_dot(_Ops(kin[0]), kin, table, f, rf)
         return dJ[0] if single else dJ

@@ -329,6 +329,20 @@ def frame_jacobian_dot(h: Any, q: Any, qd: Any, frame: Any, reference_frame: str
     return out[0] if single else out
 
 
+def frame_jacobian_dot_indexed(h: Any, c: Any, v: dict, kw: dict) -> Any:
+    """The `frame_jacobian_dot_indexed` kernel in MuJoCo's velocities (`frame_jacobian_dot`'s
+    conversion; it needs the frame's Jacobian, `frame_jacobian_indexed`)."""
+    if "frame_jacobian_indexed" not in h.algorithms:
+        raise RuntimeError("frame_jacobian_dot_indexed in MuJoCo's convention needs "
+                           "frame_jacobian_indexed, which was not built into this artifact; "
+                           "register with the profile 'kinematics'")
+    qd_local = c.to_local(v["qd"])
+    dJ = h._call("frame_jacobian_dot_indexed", kw, c.q, qd_local, v["frame"])
+    J = h._call("frame_jacobian_indexed", {}, c.q, v["frame"])
+    ts = _tensors(h, c)
+    return ts.rotate(_less_omega(ts, dJ, J, qd_local[:, 3:6]), 2)
+
+
 def tangent_columns(h: Any, c: Any, value: Any) -> Any:
     """`value G^T`: the last axis of a kernel output on the tangent."""
     return _tensors(h, c).rotate(value, value.ndim - 1)

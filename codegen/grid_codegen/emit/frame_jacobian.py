@@ -21,7 +21,15 @@ their columns only, constants folded) and writes the columns that move it; the o
 are zero. So an item holds one chain, not the tree: iiwa14 64 registers, g1 127 and no
 spills (ptxas, sm_90, float32), where a first form that traced every body before picking
 one held the whole tree (g1: 255 registers, 1 KB of spills). Lanes of a CPU vector that
-ask for the same frame run as one vector; on the GPU a lane is an item.
+ask for the same frame run as one vector; on the GPU a lane is an item. On the CPU build
+each body's case is a function of its own (`GRID_HOST_NOINLINE`: g++ takes superlinear
+time on one function of every case); the GPU build inlines it.
+
+`frame_jacobian_dot_indexed` is the same pass with `qd`: each case also traces its
+chain's world twists `ov`, and a column's rate is `ov_j x s` (WORLD; `ov_j` the twist of
+the column's own body, as Pinocchio's computeJointJacobiansTimeVariation); about the
+frame origin `p` (LOCAL_WORLD_ALIGNED) it is shifted and less `p-dot x w_s`; LOCAL is
+`R^T` of the shifted rate less the frame's own twist `x` the LOCAL column.
 """
 
 from __future__ import annotations
@@ -59,9 +67,11 @@ def _moving_columns(model: RobotModel, body: int, terms) -> tuple[list[int], set
     return [c for c, pairs in enumerate(terms) if any(d in chain for d, _ in pairs)], chain
 
 
-def _body_chain(model: RobotModel, placements: list, body: int, terms) -> list:
+def _body_chain(model: RobotModel, placements: list, body: int, terms, qd=None) -> list:
     """`[R (9, row-major), p (3)]` of `body` in the world, then the world motion column
     (6, about the world origin) of each output column that moves it (`_moving_columns`).
+    With the velocity `qd` (the rate form): the body's world twist (6) after `p`, and each
+    column followed by its rate `ov_j x s` (6), `ov_j` the twist of the column's own body.
     Traced over the whole tree; the trace keeps only what these outputs read (`body`'s
     ancestors)."""
     oX = A.world_poses(model, placements)
@@ -69,12 +79,26 @@ def _body_chain(model: RobotModel, placements: list, body: int, terms) -> list:
             for j, joint in enumerate(model.joints) for column in A.subspace(joint)]
     moving, chain = _moving_columns(model, body, terms)
     out = list(oX[body][0]) + list(oX[body][1])
+    if qd is not None:
+        v = qd if model.coupling is None else model.coupling.expand_v(qd)
+        twists: list = []
+        for joint in model.joints:
+            own: list = [0.0] * 6
+            for d in range(joint.idx_v, joint.idx_v + joint.nv):
+                own = sp.add(own, sp.scale(full[d], v[d]))
+            twists.append(own if joint.parent < 0 else sp.add(twists[joint.parent], own))
+        body_of = [j for j, joint in enumerate(model.joints) for _ in range(joint.nv)]
+        out += twists[body]
     for c in moving:
         s: list = [0.0] * 6
+        ds: list = [0.0] * 6
         for d, coef in terms[c]:
             if d in chain:
                 s = [s[r] + coef * full[d][r] for r in range(6)]
-        out += s
+                if qd is not None:
+                    rate = sp.motion_cross(twists[body_of[d]], full[d])
+                    ds = [ds[r] + coef * rate[r] for r in range(6)]
+        out += s + (ds if qd is not None else [])
     return out
 
 
@@ -96,26 +120,46 @@ def _frame_cases(w: Writer, model: RobotModel) -> None:
         w.line("default: b = -2;")
 
 
-def emit_frame_jacobian(plan, kb: ItemBuilder, q: Array, frame: Array, out: Array) -> None:
+def _cross(a: list[str], b: list[str]) -> list[str]:
+    """The C++ expressions of `a x b` (3-vectors of expressions)."""
+    return [f"({a[1]} * {b[2]} - {a[2]} * {b[1]})", f"({a[2]} * {b[0]} - {a[0]} * {b[2]})",
+            f"({a[0]} * {b[1]} - {a[1]} * {b[0]})"]
+
+
+def _rotate_t(R: str, v: list[str]) -> list[str]:
+    """The C++ expressions of `R^T v` (`R` a row-major 3x3 array, `v` 3 expressions)."""
+    return [" + ".join(f"{R}[{3 * k + i}] * {v[k]}" for k in range(3)) for i in range(3)]
+
+
+def emit_frame_jacobian(plan, kb: ItemBuilder, q: Array, frame: Array, out: Array,
+                        qd: Array | None = None) -> None:
     """The pass of `frame_jacobian_indexed` (module doc) into the item `kb`: `q` and the
-    selector in, `out` (6 x nv, row-major) written."""
+    selector in, `out` (6 x nv, row-major) written; with `qd`, that of
+    `frame_jacobian_dot_indexed`: the Jacobian's time derivative along `qd`."""
     model = plan.model
     terms = _column_terms(model)
     nv = len(terms)
+    rate = qd is not None
     table = plan.transform_array()
     q_names = [f"q[{k}]" for k in range(q.size)]
+    qd_names = [f"qd[{k}]" for k in range(qd.size)] if rate else []
     t_names = [f"T{{}} + transform[{k}]" for k in range(table[0].size)] if table else []
+    head = 18 if rate else 12  # R, p (and the body's twist)
+    per = 12 if rate else 6  # a column (and its rate)
 
     def chain(w: Writer, body: int) -> None:
         """The case of `body`: its chain traced, the frame's pose, its moving columns."""
-        def traced(qv, *tv):
-            placements = plan.placements(qv, tv[0] if tv else None)
-            return _body_chain(model, placements, body, terms)
+        def traced(qv, *rest):
+            rest = list(rest)
+            velocity = rest.pop(0) if rate else None
+            placements = plan.placements(qv, rest[0] if rest else None)
+            return _body_chain(model, placements, body, terms, velocity)
 
         moving, _ = _moving_columns(model, body, terms)
-        w.line(f"T v[{12 + 6 * len(moving)}];")
-        symbolic_emit.emit_straight_line(w, traced, [q_names, *([t_names] if table else [])],
-                                         "v")
+        w.line(f"T v[{head + per * len(moving)}];")
+        symbolic_emit.emit_straight_line(
+            w, traced, [q_names, *([qd_names] if rate else []), *([t_names] if table else [])],
+            "v")
         w.line("T R[9], p[3];")
         for i in range(3):
             for j in range(3):
@@ -123,24 +167,62 @@ def emit_frame_jacobian(plan, kb: ItemBuilder, q: Array, frame: Array, out: Arra
                     f"v[{3 * i + k}] * o[{3 * k + j}]" for k in range(3)) + ";")
             w.line(f"p[{i}] = " + " + ".join(f"v[{3 * i + k}] * o[{9 + k}]"
                                               for k in range(3)) + f" + v[{9 + i}];")
+        if rate:
+            w.comment("The frame origin's world velocity v + w x p, and (LOCAL) the frame's "
+                      "own twist R^T [v + w x p; w].")
+            vb = [f"v[{12 + r}]" for r in range(6)]
+            w.line("const T pv[3] = {" + ", ".join(
+                f"{vb[r]} + {x}" for r, x in enumerate(_cross(vb[3:], ["p[0]", "p[1]", "p[2]"])))
+                + "};")
+            w.line("const T vl[6] = {" + ", ".join(
+                _rotate_t("R", ["pv[0]", "pv[1]", "pv[2]"]) + _rotate_t("R", vb[3:])) + "};")
         for m, c in enumerate(moving):
-            s = [f"v[{12 + 6 * m + r}]" for r in range(6)]
+            base = head + per * m
+            s = [f"v[{base + r}]" for r in range(6)]
+            d = [f"v[{base + 6 + r}]" for r in range(6)] if rate else s
             w.comment(f"column {c}")
             with w.block("if (rf == 0)"):
                 for r in range(6):
-                    store(w, r * nv + c, s[r])
+                    store(w, r * nv + c, d[r])
             with w.block("else"):
-                w.line(f"const T l[6] = {{{s[0]} - (p[1] * {s[5]} - p[2] * {s[4]}), "
-                       f"{s[1]} - (p[2] * {s[3]} - p[0] * {s[5]}), "
-                       f"{s[2]} - (p[0] * {s[4]} - p[1] * {s[3]}), "
-                       f"{s[3]}, {s[4]}, {s[5]}}};")
+                w.comment("about the frame origin: [x - p x w; w]")
+                lever = _cross(["p[0]", "p[1]", "p[2]"], d[3:])
+                w.line("const T l[6] = {" + ", ".join(
+                    [f"{d[r]} - {lever[r]}" for r in range(3)] + d[3:]) + "};")
                 with w.block("if (rf == 2)"):
-                    for r in range(6):
-                        store(w, r * nv + c, f"l[{r}]")
+                    if rate:  # less the rate of the lever arm: p-dot x w_s
+                        turn = _cross(["pv[0]", "pv[1]", "pv[2]"], s[3:])
+                        for r in range(3):
+                            store(w, r * nv + c, f"l[{r}] - {turn[r]}")
+                        for r in range(3, 6):
+                            store(w, r * nv + c, f"l[{r}]")
+                    else:
+                        for r in range(6):
+                            store(w, r * nv + c, f"l[{r}]")
                 with w.block("else"):
-                    for r in range(6):
-                        store(w, r * nv + c, " + ".join(
-                            f"R[{3 * k + r % 3}] * l[{3 * (r // 3) + k}]" for k in range(3)))
+                    local = (_rotate_t("R", ["l[0]", "l[1]", "l[2]"])
+                             + _rotate_t("R", ["l[3]", "l[4]", "l[5]"]))
+                    if rate:
+                        local_rate(w, c, s, local)
+                    else:
+                        for r in range(6):
+                            store(w, r * nv + c, local[r])
+
+    def local_rate(w: Writer, c: int, s: list[str], local: list[str]) -> None:
+        """LOCAL's rate column: `local` (`R^T` of the shifted rate) less the frame's twist
+        x the column in the frame, `J_l = R^T [s - p x w_s; w_s]`."""
+        arm = _cross(["p[0]", "p[1]", "p[2]"], s[3:])
+        w.line("const T a[6] = {" + ", ".join(
+            [f"{s[r]} - {arm[r]}" for r in range(3)] + s[3:]) + "};")
+        w.line("const T j[6] = {" + ", ".join(
+            _rotate_t("R", ["a[0]", "a[1]", "a[2]"])
+            + _rotate_t("R", ["a[3]", "a[4]", "a[5]"])) + "};")
+        wl, vl = ["vl[3]", "vl[4]", "vl[5]"], ["vl[0]", "vl[1]", "vl[2]"]
+        jl, ja = ["j[0]", "j[1]", "j[2]"], ["j[3]", "j[4]", "j[5]"]
+        lin = [f"{x} + {y}" for x, y in zip(_cross(wl, jl), _cross(vl, ja), strict=True)]
+        cross = lin + _cross(wl, ja)  # the motion cross product (twist) x J_l
+        for r in range(6):
+            store(w, r * nv + c, f"{local[r]} - ({cross[r]})")
 
     def store(w: Writer, k: int, value: str) -> None:
         w.line(f"store_lanes(out[{k}], {value}, group);")
@@ -175,13 +257,35 @@ def emit_frame_jacobian(plan, kb: ItemBuilder, q: Array, frame: Array, out: Arra
                 for body in range(model.nb):
                     w.line(f"case {body}:")
                     with w.block("", "}"):
-                        chain(w, body)
+                        w.line(f"{case_function(body)}<T, S>("
+                               f"{', '.join(a for _, a in case_params)});")
                         w.line("break;")
 
-    params = [("const T* GRID_RESTRICT q", q.name), ("const T* GRID_RESTRICT frame", frame.name)]
+    def case_function(body: int) -> str:
+        """A body's case as a function of its own on the host: g++ takes far longer on
+        one function of every case (g1's rate form: 159 s against 26); the GPU build
+        inlines it (no stack traffic for the offset)."""
+        kernel = "frame_jacobian_dot_indexed" if rate else "frame_jacobian_indexed"
+        return kb.define_static(
+            f"{kernel}_body{body}", lambda w: chain(w, body),
+            f"The columns of `{kernel}` for a frame on body {body}.", case_params,
+            (60 if rate else 30) * nv)
+
+    case_params = [("const T* GRID_RESTRICT q", "q")]
+    if rate:
+        case_params.append(("const T* GRID_RESTRICT qd", "qd"))
+    if table:
+        case_params.append(("const S* GRID_RESTRICT transform", "transform"))
+    case_params += [("const S* o", "o"), ("int rf", "rf"), ("unsigned group", "group"),
+                    ("T* GRID_RESTRICT out", "out")]
+    params = [("const T* GRID_RESTRICT q", q.name)]
+    if rate:
+        params.append(("const T* GRID_RESTRICT qd", qd.name))
+    params.append(("const T* GRID_RESTRICT frame", frame.name))
     if table:
         params.append(("const S* GRID_RESTRICT transform", "transform"))
     params.append(("T* GRID_RESTRICT out", out.name))
-    kb.call_static("frame_jacobian_pick", text,
-                   "The Jacobian of each lane's frame in its reference frame "
-                   "(emit.frame_jacobian).", params, 30 * nv + 40 * model.nb)
+    name = "frame_jacobian_dot_pick" if rate else "frame_jacobian_pick"
+    what = "time derivative of the Jacobian along qd" if rate else "Jacobian"
+    kb.call_static(name, text, f"The {what} of each lane's frame in its reference frame "
+                   "(emit.frame_jacobian).", params, (60 if rate else 30) * nv + 40 * model.nb)

@@ -295,8 +295,8 @@ def build_thread_item(w_library: PassLibrary, model: RobotModel, ee_frames: tupl
     if name in VJP_OF:  # one pass from q itself: no transforms pass of its own
         emit_vjp(plan, kb, algorithm, ports, out)
         return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform)
-    if name == "frame_jacobian_indexed":  # its own chains of transforms, case by case
-        emit_frame_jacobian(plan, kb, ports["q"], ports["frame"], out)
+    if name in ("frame_jacobian_indexed", "frame_jacobian_dot_indexed"):  # own chains
+        emit_frame_jacobian(plan, kb, ports["q"], ports["frame"], out, ports.get("qd"))
         return _finish(kb, w, algorithm, dims, joint_dynamics, runtime_transform, part)
     X = plan.transforms(kb, ports["q"])
 

@@ -91,6 +91,7 @@ class _Pass:
     scratch: int  # slots of the segment scratch (0 when not segmented)
     ops: dict[str, int]
     noinline_wrapper: bool = False
+    wrapper: str = "GRID_NOINLINE"  # the wrapper's attribute (GRID_HOST_NOINLINE: host only)
 
     @property
     def op_count(self) -> int:
@@ -150,7 +151,7 @@ def emit_pass(w: Writer, p: _Pass) -> None:
     if p.noinline_wrapper:
         w.doc(f"`{p.name}` as a call (keeps the caller's other arrays out of its live set).")
         w.line("template <typename T, typename S>")
-        with w.block(f"GRID_NOINLINE void {p.name}_call({params})"):
+        with w.block(f"{p.wrapper} void {p.name}_call({params})"):
             w.line(f"{p.name}<T, S>({args});")
         w.line()
 
@@ -302,6 +303,21 @@ class ItemBuilder:
         self.calls.append(_Call(name, ", ".join(n for _, n in params)))
         self.library.touched.append(name)
         self.total_ops += ops
+
+    def define_static(self, name: str, text: Callable[[Writer], None], doc: str,
+                      params: Sequence[tuple[str, str]], ops: int) -> str:
+        """Define a written pass that another written pass calls (a case of its switch),
+        emitted before that one with a `GRID_HOST_NOINLINE` wrapper (so that the host
+        compiler meets it as a function of its own; the GPU build inlines it); returns
+        the name to call (`<name>_call`)."""
+        if name not in self.library.passes:
+            body = Writer()
+            text(body)
+            self.library.passes[name] = _Pass(name, doc, list(params), [body], 0,
+                                              {"loop ops": ops}, noinline_wrapper=True,
+                                              wrapper="GRID_HOST_NOINLINE")
+        self.library.touched.append(name)
+        return f"{name}_call"
 
     def emit_item_function(self, w: Writer, name: str, doc: str,
                            params: Sequence[str], inline_ops: int = INLINE_OPS,
