@@ -18,7 +18,12 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "tools/bench"
 sys.path.insert(0, str(BENCH))
 
-from sidebyside_common import make_states, relative_error, rotated_sets  # noqa: E402
+from sidebyside_common import (  # noqa: E402
+    comparable,
+    make_states,
+    relative_error,
+    rotated_sets,
+)
 
 
 def test_states_are_reproducible_valid_and_nonzero():
@@ -55,6 +60,22 @@ def test_relative_error_flags_shape_and_nan():
     assert relative_error(b + np.array([[0.0, 0.5]]), b) == pytest.approx(0.1)
     assert relative_error(b.reshape(2, 1), b) == math.inf
     assert math.isnan(relative_error(np.array([[np.nan, 4.0]]), b))
+
+
+def test_comparable_flattens_blocks_and_signs_quaternions():
+    """The cross-check's view of an output: a tuple's blocks side by side per item, and
+    fk_batched's quaternion with qw >= 0 (the same rotation whatever sign a system picks)."""
+    blocks = (np.arange(8.0).reshape(2, 2, 2), -np.arange(4.0).reshape(2, 2))
+    np.testing.assert_array_equal(comparable("idsva_so", blocks),
+                                  [[0, 1, 2, 3, -0, -1], [4, 5, 6, 7, -2, -3]])
+    pose = np.array([[1.0, 2.0, 3.0, -0.5, 0.5, -0.5, 0.5], [1.0, 2.0, 3.0, 0.6, 0.8, 0, 0]])
+    signed = comparable("fk_batched", pose)
+    np.testing.assert_array_equal(signed[0], [1, 2, 3, 0.5, -0.5, 0.5, -0.5])
+    np.testing.assert_array_equal(signed[1], pose[1])
+    flipped = pose.copy()
+    flipped[:, 3:] *= -1.0
+    assert relative_error(comparable("fk_batched", flipped), signed) == 0.0
+    np.testing.assert_array_equal(comparable("crba", pose), pose)
 
 
 def _run_worker(tmp_path: Path, pythonpath: Path) -> subprocess.CompletedProcess:

@@ -11,7 +11,9 @@
 #   tools/bench/gpu_bench_session.sh [RESULTS]     (default $OUT, else ./gpu_bench_out)
 # Env: STRATEGY (passed to our register_robot as strategy=), WITH_LATENCY=1 (then also run
 # tools/bench/bench_latency.py when a minute is left), ROBOTS (default "g1 go2 iiwa14":
-# the robots built and benchmarked), BENCH_ARGS (more options for the run, e.g.
+# the robots built and benchmarked), ALGORITHMS (default: the script's nine; e.g. "crba
+# fk_batched idsva_so fdsva_so": built and run on both sides), BENCH_ARGS (more options
+# for the run, e.g.
 # "--batches 1 1024"), SESSION_LIMIT_S (default 570: the run is cut to
 # fit), BUILD_TIMEOUT_S (default 330: one robot's build), PEER_WHEELS (default
 # .devkit/wheels), GRID_RBD_ROBOT_DATA (default .devkit/robots).
@@ -32,6 +34,8 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$repo/codegen:$repo/python:$repo/tests"
 export GRID_RBD_ROBOT_DATA="${GRID_RBD_ROBOT_DATA:-$repo/.devkit/robots}"
 strategy=()
 [ -n "${STRATEGY:-}" ] && strategy=(--strategy "$STRATEGY")
+[ -n "${ALGORITHMS:-}" ] && read -r -a algorithms <<<"$ALGORITHMS" \
+  && strategy+=(--algorithms "${algorithms[@]}")  # (the options both build and run take)
 read -r -a robots <<<"${ROBOTS:-g1 go2 iiwa14}"
 peer_jobs() { case "$1" in g1) echo 6 ;; *) echo 4 ;; esac; }
 

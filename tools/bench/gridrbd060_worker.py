@@ -33,6 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sidebyside_common import (  # noqa: E402
     ALGORITHMS,
+    comparable,
     drop_editable_finders,
     gpu_warmup,
     make_states,
@@ -162,7 +163,7 @@ def cmd_run(request: dict[str, Any], out: Path, check_out: Path) -> int:
         for alg in request["algorithms"]:
             try:
                 result = getattr(th, alg)(*[ct[n] for n in ALGORITHMS[alg]])
-                checks[f"{name}/{alg}"] = result.detach().cpu().numpy()
+                checks[f"{name}/{alg}"] = comparable(alg, result)
             except Exception as exc:
                 report["errors"].append({"robot": name, "algorithm": alg, "phase": "check",
                                          "error": repr(exc)})

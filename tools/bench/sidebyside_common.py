@@ -34,11 +34,18 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
     "end_effector_pose_gradient": ("q",),
     "inverse_dynamics_gradient": ("q", "qd", "qdd"),
     "forward_dynamics_gradient": ("q", "qd", "u"),
+    # issue 13's: opt-in (`--algorithms`), their builds are long (g1's idsva_so)
+    "fk_batched": ("q",),
+    "idsva_so": ("q", "qd", "qdd"),
+    "fdsva_so": ("q", "qd", "u"),
 }
+CORE_ALGORITHMS = tuple(ALGORITHMS)[:9]
+"""What a run times by default: the kernels issue's nine."""
 
 # Results that go through a solve with the mass matrix: their float32 error scales with
 # cond(M), so the cross-check tolerance does too.
-SOLVES = frozenset({"minv", "forward_dynamics", "aba", "forward_dynamics_gradient"})
+SOLVES = frozenset({"minv", "forward_dynamics", "aba", "forward_dynamics_gradient",
+                    "fdsva_so"})
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 DEFAULT_BATCHES = (1, 1024, 16384, 65536)
 
@@ -178,6 +185,22 @@ def time_host(call: Callable[[Any], Any], sets: Sequence[Any], batch: int,
         call(s)
         seconds.append(time.perf_counter() - t0)
     return summary(seconds, batch)
+
+
+def comparable(algorithm: str, result: Any) -> np.ndarray:
+    """A method's output as one numpy array of float64 per item: the blocks of a tuple
+    (the second-order kernels' four tensors) flattened side by side, and `fk_batched`'s
+    quaternion `[x, y, z, qw, qx, qy, qz]` signed so that qw >= 0 (q and -q are one
+    rotation; each system picks its own sign)."""
+    parts = result if isinstance(result, (tuple, list)) else (result,)
+    arrays = [np.asarray(p.detach().cpu().numpy() if hasattr(p, "detach") else p,
+                         np.float64) for p in parts]
+    out = np.concatenate([a.reshape(a.shape[0], -1) for a in arrays], 1) \
+        if len(arrays) > 1 else arrays[0]
+    if algorithm == "fk_batched":
+        out = out.copy()
+        out[:, 3:] *= np.where(out[:, 3:4] < 0, -1.0, 1.0)
+    return out
 
 
 def relative_error(a: np.ndarray, b: np.ndarray) -> float:
