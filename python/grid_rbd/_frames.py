@@ -291,12 +291,20 @@ class FrameMethods:
     def _jacobian(self, q: Any, f: FrameInfo, rf: str) -> Any:
         """`(B, 6, nv)` of a batch `q`: by the `frame_jacobian_indexed` kernel where it
         was built and knows the frame, else assembled from `world_kinematics`."""
-        if f.index < 0 or "frame_jacobian_indexed" not in self.algorithms:
+        J = self._indexed("frame_jacobian_indexed", f, rf, q)
+        if J is None:
             kin, _ = self._kinematics(q)
-            return frame_jacobian(_Ops(kin[0]), kin, f, rf)
+            J = frame_jacobian(_Ops(kin[0]), kin, f, rf)
+        return J
+
+    def _indexed(self, kernel: str, f: FrameInfo, rf: str, q: Any, *rest: Any) -> Any:
+        """`kernel(q, *rest, selector)` of a batch for a table frame where it was built;
+        None for a frame made at run time or a build without it."""
+        if f.index < 0 or kernel not in self.algorithms:
+            return None
         ops = _Ops(q)
         selector = self._frame_selector(ops, q.shape[0], f.index, REFERENCE_FRAME_CODES[rf])
-        return self.frame_jacobian_indexed(ops.contiguous(q), selector)
+        return getattr(self, kernel)(ops.contiguous(q), *map(ops.contiguous, rest), selector)
 
     def _frame_selector(self, ops: _Ops, batch: int, index: int, code: int) -> Any:
         """The kernel's `(B, 2)` input `[index, code]`, made where `q` lives; numpy and
@@ -332,17 +340,12 @@ class FrameMethods:
         Forward-only."""
         table = self._frame_table()
         f, rf = table.resolve(frame), check_reference_frame(reference_frame)
-        if f.index >= 0 and "frame_jacobian_dot_indexed" in self.algorithms:
-            single = len(q.shape) == 1
-            q, qd = (q[None], qd[None]) if single else (q, qd)
-            ops = _Ops(q)
-            selector = self._frame_selector(ops, q.shape[0], f.index,
-                                            REFERENCE_FRAME_CODES[rf])
-            dJ = self.frame_jacobian_dot_indexed(ops.contiguous(q), ops.contiguous(qd),
-                                                 selector)
-            return dJ[0] if single else dJ
-        kin, single = self._kinematics(q, qd)
-        dJ = frame_jacobian_dot(_Ops(kin[0]), kin, table, f, rf)
+        single = len(q.shape) == 1
+        dJ = self._indexed("frame_jacobian_dot_indexed", f, rf, *((q[None], qd[None])
+                                                                   if single else (q, qd)))
+        if dJ is None:
+            kin, _ = self._kinematics(q, qd)
+            dJ = frame_jacobian_dot(_Ops(kin[0]), kin, table, f, rf)
         return dJ[0] if single else dJ
 
     def osc_inertia(self, q: Any, frame: Any = None,
