@@ -295,11 +295,7 @@ class ItemBuilder:
                     params: Sequence[tuple[str, str]], ops: int) -> None:
         """Call a pass written directly in C++ (a dense loop): `text(w)` writes its body;
         `params` are its (declaration, argument) pairs; `ops` its operation count."""
-        if name not in self.library.passes:
-            body = Writer()
-            text(body)
-            self.library.passes[name] = _Pass(name, doc, list(params), [body], 0,
-                                              {"loop ops": ops})
+        self._written(name, text, doc, params, ops)
         self.calls.append(_Call(name, ", ".join(n for _, n in params)))
         self.library.touched.append(name)
         self.total_ops += ops
@@ -310,14 +306,19 @@ class ItemBuilder:
         emitted before that one with a `GRID_HOST_NOINLINE` wrapper (so that the host
         compiler meets it as a function of its own; the GPU build inlines it); returns
         the name to call (`<name>_call`)."""
+        self._written(name, text, doc, params, ops, noinline_wrapper=True,
+                      wrapper="GRID_HOST_NOINLINE")
+        self.library.touched.append(name)
+        return f"{name}_call"
+
+    def _written(self, name: str, text: Callable[[Writer], None], doc: str,
+                 params: Sequence[tuple[str, str]], ops: int, **wrapper: object) -> None:
+        """Add the written pass `name` to the library once (`text(w)` writes its body)."""
         if name not in self.library.passes:
             body = Writer()
             text(body)
             self.library.passes[name] = _Pass(name, doc, list(params), [body], 0,
-                                              {"loop ops": ops}, noinline_wrapper=True,
-                                              wrapper="GRID_HOST_NOINLINE")
-        self.library.touched.append(name)
-        return f"{name}_call"
+                                              {"loop ops": ops}, **wrapper)
 
     def emit_item_function(self, w: Writer, name: str, doc: str,
                            params: Sequence[str], inline_ops: int = INLINE_OPS,
